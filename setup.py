@@ -1,0 +1,8 @@
+# The top-level fixtures/ folder ships as the subpackage device_conformance.fixtures, so it never
+# shadows (or is shadowed by) the unrelated PyPI package named "fixtures".
+from setuptools import find_packages, setup
+
+setup(
+    packages=find_packages("src") + ["device_conformance.fixtures"],
+    package_dir={"": "src", "device_conformance.fixtures": "fixtures"},
+)

@@ -1,0 +1,81 @@
+"""Running local commands: argv lists only, output captured, failures raised with their output."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+
+from device_conformance.errors import CommandError
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    check: bool = True,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = 300,
+    input_text: str | None = None,
+    cwd: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run argv, capture stdout+stderr together, raise CommandError on a non-zero exit when check."""
+    merged_env = {**os.environ, **env} if env else None
+    proc = subprocess.run(
+        list(argv),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=merged_env,
+        timeout=timeout,
+        input=input_text,
+        cwd=cwd,
+        check=False,
+    )
+    if check and proc.returncode != 0:
+        raise CommandError(list(argv), proc.returncode, proc.stdout)
+    return proc
+
+
+def pid_alive(pid: int) -> bool:
+    """True while a process with this pid exists (zombies of our own children count as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def terminate(pid: int, *, grace: float = 10.0, sig: int = signal.SIGTERM) -> None:
+    """Send sig, wait up to grace seconds for the process to go, then SIGKILL it."""
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        _reap(pid)
+        if not pid_alive(pid):
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    while pid_alive(pid):
+        _reap(pid)
+        time.sleep(0.02)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
