@@ -1,0 +1,40 @@
+"""The `device-conformance` console script. Each verb lives in its own module with a register()."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from device_conformance.errors import ConformanceError
+
+# Each module defines register(subparsers) and sets a `func(args) -> int` default on its parsers.
+VERB_MODULES = [
+    "device_conformance.cli.checkpoint",
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="device-conformance",
+        description="Conformance suite for the kubelet's device management: clusters, fakes, checkpoints.",
+    )
+    subparsers = parser.add_subparsers(dest="verb", required=True)
+    for name in VERB_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ConformanceError as exc:
+        print(f"device-conformance: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
