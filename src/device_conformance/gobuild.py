@@ -1,0 +1,129 @@
+"""Build Kubernetes server binaries from the Go module proxy (module k8s.io/kubernetes + staging).
+
+`go install k8s.io/kubernetes/cmd/kubelet@vX` is refused because the module's go.mod replaces its
+staging modules with ./staging paths; a wrapper module that requires k8s.io/kubernetes and replaces
+every staging module with its published v0.N.P tag builds them (kubernetes#79384).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from device_conformance.errors import BadInput
+from device_conformance.expectations.versions import KubeVersion
+
+VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+PROGRESS_EVERY_SECONDS = 15
+
+
+def _go() -> str:
+    go = shutil.which("go")
+    if go is None:
+        raise BadInput(
+            "no Kubernetes binaries are available and no Go toolchain is on PATH to build them",
+            "install Go >= 1.26 (https://go.dev/dl), or set K8S_BIN_DIR to a directory holding kubelet, "
+            "kube-apiserver, kube-controller-manager and kube-scheduler",
+        )
+    return go
+
+
+def module_gomod(version: KubeVersion) -> str:
+    """The go.mod text of k8s.io/kubernetes at this version (fails clearly for unknown versions)."""
+    proc = subprocess.run(
+        [_go(), "mod", "download", "-json", f"k8s.io/kubernetes@{version.tag}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    info = json.loads(proc.stdout or "{}")
+    if proc.returncode != 0 or "Error" in info:
+        raise BadInput(
+            f"K8S_VERSION={version} cannot be fetched: the Go module proxy answers for "
+            f"k8s.io/kubernetes@{version.tag}: {info.get('Error') or proc.stderr.strip()}",
+            "pick a released version the proxy serves (default 1.37.1; see README.md), "
+            "or set K8S_BIN_DIR to binaries you already have",
+        )
+    return Path(info["GoMod"]).read_text()
+
+
+def wrapper_gomod(version: KubeVersion, kubernetes_gomod: str) -> str:
+    """go.mod of a module that builds k8s.io/kubernetes commands with published staging modules."""
+    go_line = re.search(r"^go (\S+)$", kubernetes_gomod, re.M)
+    godebug = re.search(r"^godebug (\S+)$", kubernetes_gomod, re.M)
+    staging = sorted(set(re.findall(r"^\s*(k8s\.io/\S+) => \./staging/", kubernetes_gomod, re.M)))
+    if not staging:
+        raise BadInput(
+            f"k8s.io/kubernetes@{version.tag} has no staging replace directives",
+            "this version predates module builds; use K8S_BIN_DIR with prebuilt binaries",
+        )
+    lines = ["module local/k8s-build", "", f"go {go_line.group(1) if go_line else '1.26.0'}"]
+    if godebug:
+        lines += ["", f"godebug {godebug.group(1)}"]
+    lines += ["", f"require k8s.io/kubernetes {version.tag}", "", "replace ("]
+    lines += [f"\t{name} => {name} {version.staging_tag}" for name in staging]
+    lines += [")", ""]
+    return "\n".join(lines)
+
+
+def version_ldflags(version: KubeVersion) -> str:
+    """Stamp the binaries so Node.status.nodeInfo.kubeletVersion and /version are right."""
+    flags = ["-s", "-w"]
+    for package in VERSION_PACKAGES:
+        flags += [
+            f"-X {package}.gitVersion={version.tag}",
+            f"-X {package}.gitMajor={version.major}",
+            f"-X {package}.gitMinor={version.minor}",
+            f"-X {package}.gitTreeState=clean",
+        ]
+    return " ".join(flags)
+
+
+def build_kubernetes(
+    version: KubeVersion, target: Path, components: Sequence[str], progress: Callable[[str], None]
+) -> None:
+    """go build the given cmd/<component> binaries of `version` into target/."""
+    from device_conformance.binaries import cache_root
+
+    workdir = cache_root() / "gobuild" / version.tag
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "go.mod").write_text(wrapper_gomod(version, module_gomod(version)))
+    argv = [_go(), "build", "-v", "-ldflags", version_ldflags(version), "-o", str(target) + "/"]
+    argv += [f"k8s.io/kubernetes/cmd/{name}" for name in components]
+    progress(
+        f"building Kubernetes {version.tag} from the Go module proxy ({', '.join(components)}); "
+        "a cold build takes many minutes"
+    )
+    _run_with_progress(argv, workdir, version, progress)
+
+
+def _run_with_progress(argv: list[str], workdir: Path, version: KubeVersion, progress: Callable[[str], None]) -> None:
+    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+    started = time.monotonic()
+    last_report = started
+    compiled = 0
+    tail: list[str] = []
+    with subprocess.Popen(
+        argv, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            tail = ([*tail, line.rstrip()])[-30:]
+            if not line.startswith("go: "):
+                compiled += 1
+            now = time.monotonic()
+            if now - last_report >= PROGRESS_EVERY_SECONDS:
+                last_report = now
+                progress(f"  building {version.tag}: {compiled} packages compiled, {now - started:.0f}s elapsed")
+    if proc.returncode != 0:
+        raise BadInput(
+            f"go build of Kubernetes {version.tag} failed (exit {proc.returncode}):\n" + "\n".join(tail),
+            "check disk space and the Go module proxy; rerun to resume (module and build caches are kept)",
+        )
+    progress(f"built Kubernetes {version.tag} in {time.monotonic() - started:.0f}s")

@@ -1,0 +1,75 @@
+"""A minimal CRI client: enough to simulate a node reboot as upstream does (remove every sandbox)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+
+from device_conformance.protos.cri.v1 import api_pb2, api_pb2_grpc
+
+CRI_TIMEOUT_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    id: str
+    name: str
+    namespace: str
+    uid: str
+    ready: bool
+
+
+class CRIClient:
+    """Talks runtime.v1.RuntimeService on a Unix socket (containerd's CRI plugin)."""
+
+    def __init__(self, socket_path: str) -> None:
+        self._channel = grpc.insecure_channel(f"unix://{socket_path}")
+        self._runtime = api_pb2_grpc.RuntimeServiceStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> CRIClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def version(self) -> str:
+        reply = self._runtime.Version(api_pb2.VersionRequest(version="v1"), timeout=CRI_TIMEOUT_SECONDS)
+        return f"{reply.runtime_name} {reply.runtime_version}"
+
+    def sandboxes(self) -> list[Sandbox]:
+        reply = self._runtime.ListPodSandbox(api_pb2.ListPodSandboxRequest(), timeout=CRI_TIMEOUT_SECONDS)
+        return [
+            Sandbox(
+                id=item.id,
+                name=item.metadata.name,
+                namespace=item.metadata.namespace,
+                uid=item.metadata.uid,
+                ready=item.state == api_pb2.SANDBOX_READY,
+            )
+            for item in reply.items
+        ]
+
+    def running_container_count(self) -> int:
+        running = api_pb2.ContainerFilter(state=api_pb2.ContainerStateValue(state=api_pb2.CONTAINER_RUNNING))
+        reply = self._runtime.ListContainers(api_pb2.ListContainersRequest(filter=running), timeout=CRI_TIMEOUT_SECONDS)
+        return len(reply.containers)
+
+    def remove_sandbox(self, sandbox_id: str) -> None:
+        # Stop first: it tears the network down through CNI, then remove deletes the containers.
+        self._runtime.StopPodSandbox(
+            api_pb2.StopPodSandboxRequest(pod_sandbox_id=sandbox_id), timeout=CRI_TIMEOUT_SECONDS
+        )
+        self._runtime.RemovePodSandbox(
+            api_pb2.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id), timeout=CRI_TIMEOUT_SECONDS
+        )
+
+    def remove_all_sandboxes(self) -> list[Sandbox]:
+        """Remove every pod sandbox (upstream's reboot simulation); returns what was removed."""
+        removed = self.sandboxes()
+        for sandbox in removed:
+            self.remove_sandbox(sandbox.id)
+        return removed

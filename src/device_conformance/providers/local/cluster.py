@@ -1,0 +1,240 @@
+"""A real single-node Kubernetes cluster from local processes.
+
+Control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler) on loopback ports of
+its own; the node (containerd, runc, CNI, kubelet) inside a private mount namespace. All state lives
+under one run directory (see layout.py) and is recorded in state.json, so teardown works from any
+process, also after a crash.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from device_conformance.binaries import BinarySet
+from device_conformance.errors import ConformanceError
+from device_conformance.expectations.cluster import settings_for
+from device_conformance.images.build import PAUSE_IMAGE, Image
+from device_conformance.node.cri import CRIClient
+from device_conformance.process import run
+from device_conformance.providers.local import cgroups, components, configs, health, ports
+from device_conformance.providers.local.layout import RunLayout, state_root
+from device_conformance.providers.local.leftovers import live_port_bases
+from device_conformance.providers.local.node_namespace import NodeNamespace
+from device_conformance.providers.local.pki import Pki, generate_pki, write_kubeconfig
+from device_conformance.providers.local.processes import ProcessRecord, exit_reason, spawn
+from device_conformance.providers.local.state import RunState
+from device_conformance.providers.local.teardown import teardown
+from device_conformance.wait.core import Abort, Pending, until
+
+Log = Callable[[str], None]
+STARTUP_TIMEOUT = 120
+
+
+class LocalCluster:
+    def __init__(self, layout: RunLayout, state: RunState, binaries: BinarySet) -> None:
+        self.layout = layout
+        self.state = state
+        self.binaries = binaries
+        self.pki = Pki(layout.pki)
+        self.ports = ports.Ports(**state.ports)
+        self.settings = settings_for(binaries.version)
+
+    # ---- bring-up -------------------------------------------------------------------------
+    @classmethod
+    def create(cls, binaries: BinarySet, images: list[Image], log: Log = print) -> LocalCluster:
+        run_id = "r" + secrets.token_hex(3)
+        layout = RunLayout.for_run(run_id)
+        layout.root.mkdir(parents=True)
+        state = RunState.new(run_id, str(binaries.version), node_name=f"dc-{run_id}")
+        state.ports = ports.allocate(state_root(), live_port_bases()).as_dict()
+        state.bridge = f"dc{run_id}"
+        state.subnet = f"10.{88 + (state.ports['etcd_client'] // ports.PORTS_PER_RUN) % 150}.0.0/24"
+        state.cgroup_root = f"/device-conformance-{run_id}"
+        state.binaries_dir = str(binaries.directory)
+        state.save(layout)
+        cluster = cls(layout, state, binaries)
+        try:
+            cluster._bring_up(images, log)
+        except BaseException:
+            log(f"bring-up of {run_id} failed; tearing down what was started")
+            cluster.down()
+            raise
+        return cluster
+
+    def _bring_up(self, images: list[Image], log: Log) -> None:
+        started = time.monotonic()
+        generate_pki(self.layout.pki, self.state.node_name)
+        server = f"https://127.0.0.1:{self.ports.apiserver}"
+        write_kubeconfig(self.layout.kubeconfig, server, self.pki, "admin")
+        self.layout.config_dir.mkdir(parents=True, exist_ok=True)
+        for identity in ("controller-manager", "scheduler", "kubelet"):
+            write_kubeconfig(self.layout.config_dir / f"{identity}.kubeconfig", server, self.pki, identity)
+        # The node (runtime + images) comes up while the control plane starts: they are independent.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            node_ready = pool.submit(self._start_runtime, images)
+            self._start_control_plane()
+            node_ready.result()
+        self.start_kubelet()
+        self.wait_kubelet_healthy()
+        log(
+            f"cluster {self.state.run_id} up in {time.monotonic() - started:.1f}s (kubeconfig {self.layout.kubeconfig})"
+        )
+
+    def _start(self, name: str, argv: list[str], in_node: bool = False) -> ProcessRecord:
+        if in_node:
+            argv = self.namespace.wrap(argv)
+        process = spawn(name, argv, self.layout.log(name))
+        self.state.record(process)
+        self.state.save(self.layout)
+        return process
+
+    def _wait_healthy(self, name: str, check: Callable[[], bool], timeout: float = STARTUP_TIMEOUT) -> None:
+        def probe() -> bool | Pending:
+            process = self.state.process(name)
+            if process is not None and not process.alive():
+                raise Abort(f"{name} {exit_reason(process)}")
+            return True if check() else Pending(f"{name} not healthy yet")
+
+        try:
+            until(probe, what=f"{name} to become healthy", timeout=timeout, interval=0.05, max_interval=0.5)
+        except (Abort, ConformanceError) as exc:
+            raise ConformanceError(
+                f"{exc}\nlog tail of {name} ({self.layout.log(name)}):\n{self.log_tail(name)}"
+            ) from None
+
+    def _start_control_plane(self) -> None:
+        self.layout.config_dir.mkdir(parents=True, exist_ok=True)
+        self._start("etcd", components.etcd_argv(self.layout, self.ports))
+        self._wait_healthy("etcd", lambda: health.etcd_healthy(self.ports.etcd_client))
+        apiserver = components.apiserver_argv(self.binaries.path("kube-apiserver"), self.pki, self.ports, self.settings)
+        self._start("kube-apiserver", apiserver)
+        self._wait_healthy(
+            "kube-apiserver", lambda: health.ok(f"https://127.0.0.1:{self.ports.apiserver}/readyz", self.pki)
+        )
+        scheduler_config = self.layout.config_dir / "scheduler.yaml"
+        scheduler_kubeconfig = self.layout.config_dir / "scheduler.kubeconfig"
+        scheduler_config.write_text(configs.scheduler_config(scheduler_kubeconfig))
+        kcm_kubeconfig = self.layout.config_dir / "controller-manager.kubeconfig"
+        self._start(
+            "kube-controller-manager",
+            components.controller_manager_argv(
+                self.binaries.path("kube-controller-manager"), self.pki, self.ports, kcm_kubeconfig, self.settings
+            ),
+        )
+        self._start(
+            "kube-scheduler",
+            components.scheduler_argv(
+                self.binaries.path("kube-scheduler"), self.ports, scheduler_kubeconfig, scheduler_config, self.settings
+            ),
+        )
+        self._wait_healthy(
+            "kube-controller-manager", lambda: health.ok(f"https://127.0.0.1:{self.ports.controller_manager}/healthz")
+        )
+        self._wait_healthy("kube-scheduler", lambda: health.ok(f"https://127.0.0.1:{self.ports.scheduler}/healthz"))
+
+    def _start_runtime(self, images: list[Image]) -> None:
+        cgroups.create_root(self.state.cgroup_root)
+        namespace = NodeNamespace.create(self.layout)
+        self.state.namespace_holder, self.state.namespace_inode = namespace.holder_pid, namespace.inode
+        self.state.save(self.layout)
+        self._create_bridge()
+        self.layout.cni_conf_dir.mkdir(parents=True, exist_ok=True)
+        (self.layout.cni_conf_dir / "10-device-conformance.conflist").write_text(
+            configs.cni_conflist(f"dc-{self.state.run_id}", self.state.bridge, self.state.subnet)
+        )
+        config = self.layout.containerd / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(
+            configs.containerd_config(
+                self.layout.containerd, self.layout.containerd_socket, self.layout.cni_conf_dir, PAUSE_IMAGE
+            )
+        )
+        self._start("containerd", ["containerd", f"--config={config}"], in_node=True)
+        self._wait_healthy("containerd", self._cri_answers)
+        for image in images:
+            run(self.ctr(["images", "import", "--no-unpack=false", str(image.tarball)]), timeout=120)
+
+    @property
+    def node_ip(self) -> str:
+        """The bridge's gateway address: the kubelet refuses a loopback node IP."""
+        return self.state.subnet.rsplit(".", 1)[0] + ".1"
+
+    def _create_bridge(self) -> None:
+        # Created here rather than by the CNI plugin, so the node IP exists before the first pod.
+        bridge = self.state.bridge
+        run(["ip", "link", "add", "name", bridge, "type", "bridge"])
+        run(["ip", "addr", "add", f"{self.node_ip}/24", "dev", bridge])
+        run(["ip", "link", "set", bridge, "up"])
+
+    def _cri_answers(self) -> bool:
+        if not self.layout.containerd_socket.is_socket():
+            return False
+        try:
+            with CRIClient(str(self.layout.containerd_socket)) as cri:
+                cri.version()
+            return True
+        except Exception:
+            return False
+
+    def ctr(self, argv: list[str]) -> list[str]:
+        return ["ctr", f"--address={self.layout.containerd_socket}", "--namespace=k8s.io", *argv]
+
+    # ---- the kubelet (node control builds on these) ---------------------------------------
+    @property
+    def namespace(self) -> NodeNamespace:
+        return NodeNamespace(self.state.namespace_holder, self.state.namespace_inode)
+
+    @property
+    def kubelet_config_path(self) -> Path:
+        return self.layout.config_dir / "kubelet.yaml"
+
+    def start_kubelet(self, binary: Path | None = None) -> ProcessRecord:
+        self.kubelet_config_path.write_text(
+            configs.kubelet_config(
+                self.node_ip,
+                self.ports,
+                self.pki.ca,
+                self.layout.containerd_socket,
+                self.state.cgroup_root,
+                self.settings,
+            )
+        )
+        argv = components.kubelet_argv(
+            binary or self.binaries.path("kubelet"),
+            self.kubelet_config_path,
+            self.layout.config_dir / "kubelet.kubeconfig",
+            self.state.node_name,
+            self.node_ip,
+            self.settings,
+        )
+        return self._start("kubelet", argv, in_node=True)
+
+    def kubelet(self) -> ProcessRecord:
+        process = self.state.process("kubelet")
+        if process is None:
+            raise ConformanceError("the kubelet was never started")
+        return process
+
+    def kubelet_healthy(self) -> bool:
+        return health.ok(f"http://127.0.0.1:{self.ports.kubelet_healthz}/healthz")
+
+    def wait_kubelet_healthy(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        self._wait_healthy("kubelet", self.kubelet_healthy, timeout)
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.layout.log(name).read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    # ---- teardown -------------------------------------------------------------------------
+    def keep(self) -> None:
+        self.state.kept = True
+        self.state.save(self.layout)
+
+    def down(self, log: Log = lambda _: None) -> list[str]:
+        return teardown(self.layout, log)

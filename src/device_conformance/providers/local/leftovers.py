@@ -1,0 +1,53 @@
+"""Runs left behind by a crashed or interrupted session: find them, tear them down."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+
+from device_conformance.providers.local.layout import RunLayout, state_root
+from device_conformance.providers.local.state import RunState
+from device_conformance.providers.local.teardown import teardown
+
+
+def all_runs() -> list[RunLayout]:
+    runs = state_root() / "runs"
+    return [RunLayout(path) for path in sorted(runs.iterdir())] if runs.exists() else []
+
+
+def _load(layout: RunLayout) -> RunState | None:
+    try:
+        return RunState.load(layout)
+    except (OSError, ValueError, TypeError, json.JSONDecodeError):
+        return None
+
+
+def live_port_bases() -> set[int]:
+    """Port blocks of runs that are still in use (owner alive, or kept on purpose)."""
+    bases = set()
+    for layout in all_runs():
+        state = _load(layout)
+        if state is not None and (state.kept or state.owner_alive()) and state.ports:
+            bases.add(state.ports["etcd_client"])
+    return bases
+
+
+def clean_leftovers(log: Callable[[str], None] = print) -> list[str]:
+    """Tear down every run whose owner is gone and that was not kept; returns their ids."""
+    cleaned = []
+    for layout in all_runs():
+        state = _load(layout)
+        if state is None and not layout.state_file.exists():
+            # Crashed before its state was written: only a directory to remove.
+            shutil.rmtree(layout.root, ignore_errors=True)
+            continue
+        if state is not None and (state.kept or state.owner_alive()):
+            continue
+        owner = f"owner pid {state.owner_pid} is gone" if state else "state unreadable"
+        log(f"found run {layout.run_id} left by a crashed or interrupted session ({owner}); cleaning it up")
+        problems = teardown(layout, log)
+        for problem in problems:
+            log(f"  could not clean: {problem}")
+        cleaned.append(layout.run_id)
+    return cleaned

@@ -1,0 +1,120 @@
+"""A private mount namespace for the node's processes: containerd, the kubelet and their children.
+
+The kubelet hard-codes /var/lib/kubelet/device-plugins, so two clusters on one host would collide.
+Inside this namespace the kubelet's fixed paths are bind mounts of the run directory; every mount the
+kubelet and containerd make (pod volumes, netns files, overlay rootfs) stays in the namespace and
+vanishes with it, so nothing can leak onto the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from device_conformance.errors import ConformanceError
+from device_conformance.process import pid_alive, run
+from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS, RunLayout, state_root
+
+CREATED_HOST_DIRS = "created-host-dirs.json"
+
+
+def mount_ns_inode(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}/ns/mnt").st_ino
+    except OSError:
+        return None
+
+
+class NodeNamespace:
+    def __init__(self, holder_pid: int, inode: int) -> None:
+        self.holder_pid = holder_pid
+        self.inode = inode
+
+    @classmethod
+    def create(cls, layout: RunLayout) -> NodeNamespace:
+        holder = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "--", "sleep", "infinity"],
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        own = mount_ns_inode(os.getpid())
+        deadline = time.monotonic() + 10
+        while (inode := mount_ns_inode(holder.pid)) in (None, own):
+            if time.monotonic() > deadline or holder.poll() is not None:
+                raise ConformanceError("unshare --mount did not create a mount namespace (are we root?)")
+            time.sleep(0.01)
+        namespace = cls(holder.pid, inode)
+        for node_path in NODE_PRIVATE_PATHS:
+            source = layout.private(node_path)
+            source.mkdir(parents=True, exist_ok=True)
+            _ensure_host_dir(Path(node_path))
+            run(namespace.wrap(["mount", "--bind", str(source), node_path]))
+        return namespace
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """argv run inside the namespace (nsenter execs, so the pid is the command's own)."""
+        return ["nsenter", f"--target={self.holder_pid}", "--mount", "--", *argv]
+
+    def alive(self) -> bool:
+        return pid_alive(self.holder_pid) and mount_ns_inode(self.holder_pid) == self.inode
+
+    def member_pids(self) -> list[int]:
+        members = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and mount_ns_inode(int(entry.name)) == self.inode:
+                members.append(int(entry.name))
+        return members
+
+    def destroy(self, timeout: float = 30) -> None:
+        """SIGKILL every process in the namespace (shims, containers, holder): the namespace goes."""
+        deadline = time.monotonic() + timeout
+        while members := self.member_pids():
+            for pid in members:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            for pid in members:
+                try:
+                    os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    pass
+            if time.monotonic() > deadline:
+                raise ConformanceError(f"processes {members} in the node mount namespace survive SIGKILL")
+            time.sleep(0.05)
+
+
+def _ensure_host_dir(path: Path) -> None:
+    """Create a mount point on the host if missing, and remember it so the last run removes it."""
+    if path.exists():
+        return
+    path.mkdir(parents=True)
+    record = state_root() / CREATED_HOST_DIRS
+    created = json.loads(record.read_text()) if record.exists() else []
+    if str(path) not in created:
+        record.write_text(json.dumps([*created, str(path)]))
+
+
+def remove_created_host_dirs() -> None:
+    """Remove the (empty) mount points we created on the host, once no run needs them."""
+    record = state_root() / CREATED_HOST_DIRS
+    if not record.exists():
+        return
+    remaining = []
+    for path in json.loads(record.read_text()):
+        try:
+            os.rmdir(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            remaining.append(path)
+    if remaining:
+        record.write_text(json.dumps(remaining))
+    else:
+        record.unlink()

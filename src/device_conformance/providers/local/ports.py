@@ -1,0 +1,76 @@
+"""Loopback ports for a local cluster: a block of PORTS_PER_RUN ports per run, never shared."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from device_conformance.errors import BadInput
+
+FIRST_PORT = 21000
+PORTS_PER_RUN = 10
+MAX_BLOCKS = 400
+
+
+@dataclass(frozen=True)
+class Ports:
+    etcd_client: int
+    etcd_peer: int
+    apiserver: int
+    controller_manager: int
+    scheduler: int
+    kubelet: int
+    kubelet_healthz: int
+
+    @classmethod
+    def from_base(cls, base: int) -> Ports:
+        return cls(*range(base, base + 7))
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def allocate(lock_dir: Path, taken_bases: set[int]) -> Ports:
+    """Pick a block whose ports are all free and not recorded by another live run.
+
+    DEVICE_CONFORMANCE_BASE_PORT pins the block; then a busy port is an error naming the fix.
+    """
+    pinned = os.environ.get("DEVICE_CONFORMANCE_BASE_PORT")
+    if pinned:
+        ports = Ports.from_base(int(pinned))
+        busy = [p for p in ports.as_dict().values() if not port_free(p)]
+        if busy:
+            raise BadInput(
+                f"port {busy[0]} on 127.0.0.1 is in use (DEVICE_CONFORMANCE_BASE_PORT={pinned} asks for "
+                f"{ports.etcd_client}-{ports.kubelet_healthz}); see who holds it: ss -ltnp 'sport = :{busy[0]}'",
+                "stop that process, or unset DEVICE_CONFORMANCE_BASE_PORT to let the suite pick free ports",
+            )
+        return ports
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with (lock_dir / "ports.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for block in range(MAX_BLOCKS):
+            base = FIRST_PORT + block * PORTS_PER_RUN
+            if base in taken_bases:
+                continue
+            ports = Ports.from_base(base)
+            if all(port_free(p) for p in ports.as_dict().values()):
+                return ports
+    raise BadInput(
+        f"no free block of {PORTS_PER_RUN} loopback ports between {FIRST_PORT} and "
+        f"{FIRST_PORT + MAX_BLOCKS * PORTS_PER_RUN}",
+        "delete kept clusters with `device-conformance cluster down --all`, or set DEVICE_CONFORMANCE_BASE_PORT",
+    )

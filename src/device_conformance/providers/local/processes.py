@@ -1,0 +1,79 @@
+"""Long-running component processes of a local cluster, each logging to its own file.
+
+A process is identified by pid and start time, so a recorded pid that the kernel has since reused
+for something else is never signalled.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from device_conformance.process import pid_alive, terminate
+
+
+def start_time(pid: int) -> int | None:
+    """The process start time in clock ticks since boot (field 22 of /proc/<pid>/stat)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+@dataclass
+class ProcessRecord:
+    name: str
+    pid: int
+    started: int | None
+    argv: list[str]
+    log: str
+
+    def alive(self) -> bool:
+        return pid_alive(self.pid) and start_time(self.pid) == self.started
+
+    def signal(self, sig: int) -> None:
+        if self.alive():
+            os.kill(self.pid, sig)
+
+    def stop(self, grace: float = 10.0) -> None:
+        if self.alive():
+            terminate(self.pid, grace=grace)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "pid": self.pid, "started": self.started, "argv": self.argv, "log": self.log}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ProcessRecord:
+        return cls(**data)
+
+
+def spawn(name: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> ProcessRecord:
+    """Start argv in its own session (a Ctrl-C of pytest does not hit it; teardown stops it)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
+        )
+    return ProcessRecord(name, proc.pid, start_time(proc.pid), argv, str(log))
+
+
+def exit_reason(record: ProcessRecord) -> str:
+    """What happened to a process that is gone (best effort, for error messages)."""
+    try:
+        pid, status = os.waitpid(record.pid, os.WNOHANG)
+    except ChildProcessError:
+        return "exited"
+    if pid == 0:
+        return "running"
+    if os.WIFSIGNALED(status):
+        return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exited with status {os.WEXITSTATUS(status)}"

@@ -1,0 +1,52 @@
+"""The persisted record of a run: enough to tear the cluster down from another process after a crash."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+from device_conformance.process import pid_alive
+from device_conformance.providers.local.layout import RunLayout
+from device_conformance.providers.local.processes import ProcessRecord, start_time
+
+
+@dataclass
+class RunState:
+    run_id: str
+    k8s_version: str
+    node_name: str
+    owner_pid: int
+    owner_started: int | None
+    kept: bool = False
+    ports: dict[str, int] = field(default_factory=dict)
+    bridge: str = ""
+    subnet: str = ""
+    cgroup_root: str = ""
+    binaries_dir: str = ""
+    namespace_holder: int = 0
+    namespace_inode: int = 0
+    processes: dict[str, dict] = field(default_factory=dict)
+
+    @classmethod
+    def new(cls, run_id: str, k8s_version: str, node_name: str) -> RunState:
+        return cls(run_id, k8s_version, node_name, os.getpid(), start_time(os.getpid()))
+
+    def owner_alive(self) -> bool:
+        return pid_alive(self.owner_pid) and start_time(self.owner_pid) == self.owner_started
+
+    def record(self, process: ProcessRecord) -> None:
+        self.processes[process.name] = process.to_dict()
+
+    def process(self, name: str) -> ProcessRecord | None:
+        data = self.processes.get(name)
+        return ProcessRecord.from_dict(data) if data else None
+
+    def save(self, layout: RunLayout) -> None:
+        partial = layout.state_file.with_suffix(".partial")
+        partial.write_text(json.dumps(asdict(self), indent=1))
+        partial.rename(layout.state_file)
+
+    @classmethod
+    def load(cls, layout: RunLayout) -> RunState:
+        return cls(**json.loads(layout.state_file.read_text()))

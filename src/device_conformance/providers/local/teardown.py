@@ -1,0 +1,61 @@
+"""Tear a local cluster down from its recorded state, leaving nothing: processes, mounts, sockets,
+containers, cgroups, network interfaces. Works on a live run and on one left by a crashed run."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+
+from device_conformance.node.cri import CRIClient
+from device_conformance.process import run
+from device_conformance.providers.local import cgroups
+from device_conformance.providers.local.layout import RunLayout, state_root
+from device_conformance.providers.local.node_namespace import NodeNamespace, remove_created_host_dirs
+from device_conformance.providers.local.state import RunState
+
+CONTROL_PLANE_STOP_ORDER = ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
+
+
+def teardown(layout: RunLayout, log: Callable[[str], None] = lambda _: None) -> list[str]:
+    """Tear down the run at layout; returns problems that remain (empty when everything is gone)."""
+    problems: list[str] = []
+    state = RunState.load(layout) if layout.state_file.exists() else None
+    if state is not None:
+        _stop_node(state, layout, log)
+        for name in CONTROL_PLANE_STOP_ORDER:
+            process = state.process(name)
+            if process is not None:
+                process.stop(grace=10)
+        if state.cgroup_root:
+            left = cgroups.remove_root(state.cgroup_root)
+            problems += [f"cgroup {path} could not be removed" for path in left]
+        if state.bridge and run(["ip", "link", "show", state.bridge], check=False).returncode == 0:
+            run(["ip", "link", "delete", state.bridge], check=False)
+    shutil.rmtree(layout.root, ignore_errors=True)
+    if layout.root.exists():
+        problems.append(f"{layout.root} could not be removed")
+    if not any((state_root() / "runs").glob("*/state.json")):
+        remove_created_host_dirs()
+    return problems
+
+
+def _stop_node(state: RunState, layout: RunLayout, log: Callable[[str], None]) -> None:
+    kubelet = state.process("kubelet")
+    if kubelet is not None:
+        kubelet.stop(grace=10)
+    containerd = state.process("containerd")
+    if containerd is not None and containerd.alive() and layout.containerd_socket.is_socket():
+        # Through CRI, so CNI DEL runs for every pod (IP released, veth gone) before containerd stops.
+        try:
+            with CRIClient(str(layout.containerd_socket)) as cri:
+                removed = cri.remove_all_sandboxes()
+            if removed:
+                log(f"removed {len(removed)} pod sandboxes")
+        except Exception as exc:  # a broken runtime must not stop the rest of the teardown
+            log(f"could not remove pod sandboxes through CRI: {exc}")
+    if containerd is not None:
+        containerd.stop(grace=10)
+    if state.namespace_holder:
+        namespace = NodeNamespace(state.namespace_holder, state.namespace_inode)
+        if namespace.alive():
+            namespace.destroy()
