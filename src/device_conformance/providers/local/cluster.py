@@ -17,6 +17,7 @@ from pathlib import Path
 from device_conformance.binaries import BinarySet
 from device_conformance.errors import ConformanceError
 from device_conformance.expectations.cluster import settings_for
+from device_conformance.expectations.versions import KubeVersion
 from device_conformance.images.build import PAUSE_IMAGE, Image
 from device_conformance.node.cri import CRIClient
 from device_conformance.process import run
@@ -192,7 +193,13 @@ class LocalCluster:
     def kubelet_config_path(self) -> Path:
         return self.layout.config_dir / "kubelet.yaml"
 
-    def start_kubelet(self, binary: Path | None = None) -> ProcessRecord:
+    @property
+    def kubelet_version(self) -> str:
+        return self.state.processes.get("kubelet", {}).get("version") or self.state.k8s_version
+
+    def start_kubelet(self, binary: Path | None = None, version: KubeVersion | None = None) -> ProcessRecord:
+        """Start the kubelet (by default this cluster's own binary); `version` picks the config rules."""
+        settings = settings_for(version) if version else self.settings
         self.kubelet_config_path.write_text(
             configs.kubelet_config(
                 self.node_ip,
@@ -200,7 +207,7 @@ class LocalCluster:
                 self.pki.ca,
                 self.layout.containerd_socket,
                 self.state.cgroup_root,
-                self.settings,
+                settings,
             )
         )
         argv = components.kubelet_argv(
@@ -209,9 +216,12 @@ class LocalCluster:
             self.layout.config_dir / "kubelet.kubeconfig",
             self.state.node_name,
             self.node_ip,
-            self.settings,
+            settings,
         )
-        return self._start("kubelet", argv, in_node=True)
+        process = self._start("kubelet", argv, in_node=True)
+        self.state.processes["kubelet"]["version"] = str(version or self.binaries.version)
+        self.state.save(self.layout)
+        return process
 
     def kubelet(self) -> ProcessRecord:
         process = self.state.process("kubelet")

@@ -48,7 +48,7 @@ class ProcessRecord:
 
     @classmethod
     def from_dict(cls, data: dict) -> ProcessRecord:
-        return cls(**data)
+        return cls(**{key: data[key] for key in ("name", "pid", "started", "argv", "log")})
 
 
 def spawn(name: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> ProcessRecord:

@@ -1,0 +1,91 @@
+"""Preparing and unpreparing one claim: find its allocation, write its CDI spec, record it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from device_conformance.fakes.dra_driver import cdi
+from device_conformance.fakes.dra_driver.config import DriverConfig
+from device_conformance.fakes.dra_driver.kubeapi import KubeApi
+from device_conformance.fakes.dra_driver.state import DriverState
+
+
+class ClaimError(Exception):
+    """This claim failed; the message goes into the response's per-claim `error` field."""
+
+
+def results_from_claim(claim: dict[str, Any], driver: str) -> list[dict[str, Any]]:
+    """This driver's allocation results of a ResourceClaim object (same shape in v1beta1..v1)."""
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    results = ((allocation.get("devices") or {}).get("results")) or []
+    return [r for r in results if r.get("driver") == driver]
+
+
+def base_request(request: str) -> str:
+    # "<req>/<subreq>" (firstAvailable): containers reference the top-level request name.
+    return request.split("/", 1)[0]
+
+
+class ClaimPreparer:
+    def __init__(self, config: DriverConfig, state: DriverState, kube: KubeApi | None) -> None:
+        self._config = config
+        self._state = state
+        self._kube = kube
+
+    def prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
+        """Devices for the response; idempotent like a real driver (the kubelet retries)."""
+        known = self._state.get_prepared(uid)
+        if known is not None:
+            return known["devices"]
+        results = self._results(namespace, uid, name)
+        if not results:
+            raise ClaimError(
+                f"ResourceClaim {namespace}/{name} has no allocation for driver {self._config.driver_name}"
+            )
+        devices = [self._device(uid, r) for r in results]
+        spec_file = None
+        if self._config.cdi_dir:
+            spec_file = cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid)
+            names = list(dict.fromkeys(r["device"] for r in results))
+            cdi.write_spec(spec_file, cdi.build_spec(self._config.cdi, namespace, name, uid, names))
+        self._state.set_prepared(uid, {"namespace": namespace, "name": name, "devices": devices, "cdi_spec": spec_file})
+        return devices
+
+    def unprepare(self, uid: str) -> None:
+        """Unknown claims succeed: after a restart without state the kubelet must still get through."""
+        if self._config.cdi_dir:
+            cdi.remove_spec(cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid))
+        self._state.drop_prepared(uid)
+
+    def _results(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
+        if self._kube is None:
+            pushed = self._state.allocation(uid)
+            if pushed is None:
+                raise ClaimError(f"no allocation pushed for ResourceClaim {namespace}/{name} (uid {uid})")
+            return pushed["results"]
+        try:
+            claim = self._kube.get_claim(namespace, name)
+        except Exception as exc:
+            raise ClaimError(f"get ResourceClaim {namespace}/{name}: {_short(exc)}") from exc
+        actual = (claim.get("metadata") or {}).get("uid")
+        if actual != uid:
+            raise ClaimError(f"ResourceClaim {namespace}/{name} has UID {actual}, the kubelet asked for {uid}")
+        return results_from_claim(claim, self._config.driver_name)
+
+    def _device(self, uid: str, result: dict[str, Any]) -> dict[str, Any]:
+        device = result["device"]
+        request = base_request(result.get("request") or "")
+        entry: dict[str, Any] = {
+            "request_names": [request] if request else [],
+            "pool_name": result.get("pool") or self._config.pool,
+            "device_name": device,
+            "cdi_device_ids": [cdi.qualified_name(self._config.cdi, uid, device)] if self._config.cdi_dir else [],
+        }
+        if result.get("shareID"):
+            entry["share_id"] = result["shareID"]
+        return entry
+
+
+def _short(exc: BaseException) -> str:
+    status, reason = getattr(exc, "status", None), getattr(exc, "reason", None)
+    return f"HTTP {status} {reason}" if status else repr(exc)

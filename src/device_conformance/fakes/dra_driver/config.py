@@ -1,0 +1,133 @@
+"""The fake DRA driver's configuration: a JSON-serialisable dataclass shared by the process and its handle."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from device_conformance.errors import BadInput
+
+DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+HEALTH_SERVICE_TOKEN = "v1alpha1.DRAResourceHealth"
+MAX_SOCKET_PATH = 107  # sun_path is 108 bytes including the terminating NUL
+
+
+@dataclass
+class DeviceSpec:
+    """One device in the node's ResourceSlice.
+
+    attributes: plain JSON values (bool, int, str) or an explicit DeviceAttribute such as
+    {"version": "1.2.3"}. capacity: name -> quantity string. taints: DeviceTaint dicts
+    ({"key", "value", "effect", optional "timeAdded"}).
+    """
+
+    name: str
+    attributes: dict[str, Any] = field(default_factory=dict)
+    capacity: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | DeviceSpec) -> DeviceSpec:
+        if isinstance(data, DeviceSpec):
+            return data
+        return cls(
+            name=data["name"],
+            attributes=dict(data.get("attributes") or {}),
+            capacity={k: str(v) for k, v in (data.get("capacity") or {}).items()},
+            taints=[dict(t) for t in data.get("taints") or []],
+        )
+
+
+@dataclass
+class DriverConfig:
+    """Everything the driver process needs. Paths are HOST paths unless named for the kubelet's view."""
+
+    driver_name: str
+    node_name: str
+    registry_dir: str  # the kubelet's plugins_registry directory, host path
+    plugin_dir: str  # where dra.sock goes, host path
+    # The service socket as the kubelet sees it (kind node container, other mount namespace);
+    # empty = <plugin_dir>/dra.sock.
+    kubelet_endpoint_path: str = ""
+    services: list[str] = field(default_factory=lambda: list(DEFAULT_SERVICES))
+    health_service: bool = False
+    devices: list[DeviceSpec] = field(default_factory=list)
+    pool_name: str = ""  # empty = node_name
+    kubeconfig: str | None = None  # None = no API calls at all (unit tests)
+    resource_api_version: str = "resource.k8s.io/v1"
+    cdi_dir: str | None = None
+    cdi_kind: str = ""  # empty = <driver_name>/device
+    control_socket: str = ""
+    call_log: str = ""
+    state_file: str | None = None  # prepared set survives a SIGKILL when set
+    register_on_start: bool = True
+    serve_dra_on_start: bool = True
+    publish_on_start: bool = True
+
+    def __post_init__(self) -> None:
+        self.devices = [DeviceSpec.from_dict(d) for d in self.devices]
+        self.services = list(self.services)
+
+    # Derived values, in one place so the process and the handle agree.
+    @property
+    def pool(self) -> str:
+        return self.pool_name or self.node_name
+
+    @property
+    def registration_socket(self) -> str:
+        return os.path.join(self.registry_dir, f"{self.driver_name}-reg.sock")
+
+    @property
+    def service_socket(self) -> str:
+        return os.path.join(self.plugin_dir, "dra.sock")
+
+    @property
+    def endpoint(self) -> str:
+        return self.kubelet_endpoint_path or self.service_socket
+
+    @property
+    def cdi(self) -> str:
+        return self.cdi_kind or f"{self.driver_name}/device"
+
+    @property
+    def advertised_versions(self) -> list[str]:
+        versions = list(self.services)
+        if self.health_service and HEALTH_SERVICE_TOKEN not in versions:
+            versions.append(HEALTH_SERVICE_TOKEN)
+        return versions
+
+    def sockets(self) -> list[str]:
+        return [p for p in (self.registration_socket, self.service_socket, self.control_socket) if p]
+
+    def validate(self) -> None:
+        for name in ("driver_name", "node_name", "registry_dir", "plugin_dir", "control_socket", "call_log"):
+            if not getattr(self, name):
+                raise BadInput(f"fake DRA driver config: {name} is empty", f"set {name}")
+        for path in self.sockets():
+            if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+                raise BadInput(
+                    f"socket path {path!r} is longer than {MAX_SOCKET_PATH} bytes",
+                    "use a short directory, e.g. tempfile.mkdtemp(dir='/tmp')",
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DriverConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise BadInput(f"fake DRA driver config: unknown keys {unknown}", f"use only {sorted(known)}")
+        return cls(**data)
+
+    @classmethod
+    def load(cls, path: str) -> DriverConfig:
+        with open(path) as f:
+            return cls.from_dict(json.load(f))

@@ -1,0 +1,196 @@
+"""The driver: wires the pieces together and owns the two gRPC servers (registrar, DRA service).
+
+The methods named in control.OPS are the control-channel operations, so their arguments and
+results are plain JSON values.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+from device_conformance.errors import BadInput
+from device_conformance.fakes.dra_driver import health, registration, service
+from device_conformance.fakes.dra_driver.calllog import CallLog
+from device_conformance.fakes.dra_driver.claims import ClaimPreparer
+from device_conformance.fakes.dra_driver.config import DriverConfig
+from device_conformance.fakes.dra_driver.faults import Faults
+from device_conformance.fakes.dra_driver.kubeapi import KubeApi
+from device_conformance.fakes.dra_driver.publisher import SlicePublisher
+from device_conformance.fakes.dra_driver.state import DriverState
+
+# Blocked calls and open health streams each hold a worker; the kubelet never has many at once.
+MAX_WORKERS = 32
+
+
+def remove_socket(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def serve_unix(path: str, add: Callable[[grpc.Server], None]) -> grpc.Server:
+    remove_socket(path)  # a stale socket from a SIGKILLed predecessor
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_WORKERS))
+    add(server)
+    server.add_insecure_port(f"unix:{path}")
+    server.start()
+    return server
+
+
+def stop_server(server: grpc.Server, path: str) -> None:
+    server.stop(grace=None).wait(5)  # cancels in-flight calls, like a crashed plugin
+    remove_socket(path)  # the kubelet's plugin watcher reacts to the socket going away
+
+
+class Driver:
+    def __init__(self, config: DriverConfig) -> None:
+        config.validate()
+        self.config = config
+        self.calls = CallLog(config.call_log)
+        self.faults = Faults()
+        self.state = DriverState(config.state_file)
+        self.health = health.HealthHub(config.pool)
+        self.kube = KubeApi(config.kubeconfig, config.resource_api_version) if config.kubeconfig else None
+        self.preparer = ClaimPreparer(config, self.state, self.kube)
+        self._lock = threading.RLock()
+        self._registrar: grpc.Server | None = None
+        self._dra: grpc.Server | None = None
+        self.slices = SlicePublisher(config, self.kube)
+
+    def start(self) -> None:
+        for d in (self.config.registry_dir, self.config.plugin_dir, self.config.cdi_dir):
+            if d:
+                os.makedirs(d, exist_ok=True)
+        # Service before registrar, as the upstream helper does: the kubelet may dial right after GetInfo.
+        if self.config.serve_dra_on_start:
+            self.start_dra_service()
+        if self.config.register_on_start:
+            self.start_registrar()
+        if self.kube is not None and self.config.publish_on_start:
+            # In the background: a slow API server must not delay serving the kubelet (nor the handle's
+            # readiness wait); status()["slices"] tells when it is done.
+            threading.Thread(target=self.slices.publish, name="publish-slices", daemon=True).start()
+
+    def shutdown(self) -> None:
+        """Clean exit: sockets go, ResourceSlices stay (the kubelet wipes them; suites assert that)."""
+        self.stop_registrar()
+        self.stop_dra_service()
+        self.calls.close()
+
+    # --- servers -------------------------------------------------------------------------------
+
+    def start_registrar(self) -> dict[str, Any]:
+        with self._lock:
+            if self._registrar is None:
+                servicer = registration.RegistrationServicer(self.config, self.faults, self.calls)
+                self._registrar = serve_unix(
+                    self.config.registration_socket, lambda s: registration.add_to_server(servicer, s)
+                )
+            return self.status()
+
+    def stop_registrar(self) -> dict[str, Any]:
+        with self._lock:
+            if self._registrar is not None:
+                stop_server(self._registrar, self.config.registration_socket)
+                self._registrar = None
+            return self.status()
+
+    def start_dra_service(self) -> dict[str, Any]:
+        with self._lock:
+            if self._dra is None:
+                self._dra = serve_unix(self.config.service_socket, self._add_dra)
+            return self.status()
+
+    def stop_dra_service(self) -> dict[str, Any]:
+        with self._lock:
+            if self._dra is not None:
+                stop_server(self._dra, self.config.service_socket)
+                self._dra = None
+            return self.status()
+
+    def _add_dra(self, server: grpc.Server) -> None:
+        service.add_dra_services(server, self.preparer, self.faults, self.calls)
+        if self.config.health_service:
+            health.add_to_server(self.health, self.calls, server)
+
+    # --- faults --------------------------------------------------------------------------------
+
+    def fail(
+        self,
+        method: str,
+        message: str = "injected failure",
+        code: str | None = "UNKNOWN",
+        claim_uid: str | None = None,
+        times: int | None = None,
+    ) -> None:
+        self.faults.fail(method, message, code=code, claim_uid=claim_uid, times=times)
+
+    def clear_failures(self, method: str | None = None) -> None:
+        self.faults.clear(method)
+
+    def block(self, method: str, claim_uid: str | None = None) -> None:
+        self.faults.block(method, claim_uid)
+
+    def unblock(self, method: str | None = None, claim_uid: str | None = None) -> None:
+        self.faults.unblock(method, claim_uid)
+
+    def blocked_calls(self) -> list[dict[str, Any]]:
+        return self.faults.blocked_calls()
+
+    # --- health, devices, slices ---------------------------------------------------------------
+
+    def push_health(self, updates: dict[str, str], message: str = "", timeout_seconds: int = 0) -> int:
+        if not self.config.health_service:
+            raise BadInput("push_health on a driver without the health service", "set health_service=True")
+        return self.health.push(updates, message=message, timeout_seconds=timeout_seconds)
+
+    def set_devices(self, devices: list[dict[str, Any]]) -> dict[str, Any]:
+        return self.slices.set_devices(devices)
+
+    def set_taints(self, device: str, taints: list[dict[str, str]]) -> dict[str, Any]:
+        return self.slices.set_taints(device, taints)
+
+    def devices(self) -> list[dict[str, Any]]:
+        return self.slices.devices()
+
+    def publish_slices(self) -> dict[str, Any]:
+        """Returns {published, error, generation, attempts[, name]}; the same is in status()["slices"]."""
+        return self.slices.publish()
+
+    # --- claims --------------------------------------------------------------------------------
+
+    def push_allocation(self, claim_uid: str, namespace: str, name: str, results: list[dict[str, Any]]) -> None:
+        """What the scheduler would have allocated; used only when there is no kubeconfig."""
+        for r in results:
+            if not r.get("device"):
+                raise BadInput(f"allocation result {r!r} has no device", "give {'device': ..., 'request': ...}")
+        self.state.set_allocation(claim_uid, {"namespace": namespace, "name": name, "results": results})
+
+    def remove_allocation(self, claim_uid: str) -> None:
+        self.state.drop_allocation(claim_uid)
+
+    def prepared(self) -> dict[str, dict[str, Any]]:
+        return self.state.prepared()
+
+    # --- introspection -------------------------------------------------------------------------
+
+    def ping(self) -> dict[str, Any]:
+        return {"pid": os.getpid()}
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "pid": os.getpid(),
+                "registrar_running": self._registrar is not None,
+                "dra_service_running": self._dra is not None,
+                "slices": self.slices.describe(),
+                "faults": self.faults.describe(),
+                "health": self.health.describe(),
+            }

@@ -1,0 +1,52 @@
+"""The plugin-watcher side: pluginregistration.Registration on <registry_dir>/<driver>-reg.sock."""
+
+from __future__ import annotations
+
+import grpc
+
+from device_conformance.fakes.dra_driver.calllog import CallLog
+from device_conformance.fakes.dra_driver.config import DriverConfig
+from device_conformance.fakes.dra_driver.faults import Faults
+from device_conformance.fakes.dra_driver.rpc import RpcFailure, handle_unary
+from device_conformance.protos.pluginregistration.v1 import api_pb2, api_pb2_grpc
+
+SERVICE = "pluginregistration.Registration"
+PLUGIN_TYPE = "DRAPlugin"
+
+
+class RegistrationServicer(api_pb2_grpc.RegistrationServicer):
+    """GetInfo answers with the kubelet's view of the endpoint; notifications land in the call log."""
+
+    def __init__(self, config: DriverConfig, faults: Faults, calls: CallLog) -> None:
+        self._config = config
+        self._faults = faults
+        self._calls = calls
+
+    def GetInfo(self, request: api_pb2.InfoRequest, context: grpc.ServicerContext) -> api_pb2.PluginInfo:
+        return handle_unary(self._calls, f"/{SERVICE}/GetInfo", request, context, self._info)
+
+    def _info(self) -> api_pb2.PluginInfo:
+        failure, _ = self._faults.take("GetInfo", [])
+        if failure is not None:
+            raise RpcFailure(failure.code or "UNKNOWN", failure.message)
+        return api_pb2.PluginInfo(
+            type=PLUGIN_TYPE,
+            name=self._config.driver_name,
+            endpoint=self._config.endpoint,
+            supported_versions=self._config.advertised_versions,
+        )
+
+    def NotifyRegistrationStatus(
+        self, request: api_pb2.RegistrationStatus, context: grpc.ServicerContext
+    ) -> api_pb2.RegistrationStatusResponse:
+        return handle_unary(
+            self._calls,
+            f"/{SERVICE}/NotifyRegistrationStatus",
+            request,
+            context,
+            api_pb2.RegistrationStatusResponse,
+        )
+
+
+def add_to_server(servicer: RegistrationServicer, server: grpc.Server) -> None:
+    api_pb2_grpc.add_RegistrationServicer_to_server(servicer, server)

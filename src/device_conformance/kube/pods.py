@@ -1,0 +1,96 @@
+"""Pods: builders for the suites' workloads and reads of what a user sees."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from kubernetes import client
+
+from device_conformance.images.build import WORKLOAD_IMAGE
+from device_conformance.kube.client import Kube
+
+RUN_LABEL = "device-conformance/run"
+
+
+def pod_manifest(
+    name: str,
+    command: list[str],
+    *,
+    restart_policy: str = "Never",
+    resources: Mapping[str, int] | None = None,
+    node_name: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> dict:
+    """A busybox pod (our locally built image; nothing can be pulled here)."""
+    container: dict = {
+        "name": "main",
+        "image": WORKLOAD_IMAGE,
+        "imagePullPolicy": "Never",
+        "command": command,
+    }
+    if resources:
+        limits = {key: str(value) for key, value in resources.items()}
+        container["resources"] = {"limits": limits, "requests": limits}
+    spec: dict = {
+        "restartPolicy": restart_policy,
+        "dnsPolicy": "Default",  # no cluster DNS in these clusters
+        "automountServiceAccountToken": False,
+        "terminationGracePeriodSeconds": 1,
+        "containers": [container],
+    }
+    if node_name:
+        spec["nodeName"] = node_name
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {RUN_LABEL: "true", **(labels or {})}},
+        "spec": spec,
+    }
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def create(kube: Kube, namespace: str, manifest: dict) -> client.V1Pod:
+    return kube.core.create_namespaced_pod(namespace, manifest)
+
+
+def read(kube: Kube, namespace: str, name: str) -> client.V1Pod:
+    return kube.core.read_namespaced_pod(name, namespace)
+
+
+def is_ready(pod: client.V1Pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def summary(pod: client.V1Pod) -> str:
+    status = pod.status
+    parts = [f"phase={status.phase}"]
+    if status.reason:
+        parts.append(f"reason={status.reason}")
+    if status.message:
+        parts.append(f"message={status.message!r}")
+    for cs in status.container_statuses or []:
+        state = cs.state
+        if state.waiting:
+            parts.append(f"{cs.name}: waiting {state.waiting.reason}")
+        elif state.terminated:
+            parts.append(f"{cs.name}: terminated {state.terminated.reason} exit={state.terminated.exit_code}")
+        elif state.running:
+            parts.append(f"{cs.name}: running restarts={cs.restart_count}")
+    return " ".join(parts)
+
+
+def logs(kube: Kube, namespace: str, name: str, container: str = "main") -> str:
+    # Raw bytes: the generated client (36.x) returns str(bytes) for this text/plain endpoint.
+    reply = kube.core.read_namespaced_pod_log(name, namespace, container=container, _preload_content=False)
+    return reply.data.decode()
+
+
+def events(kube: Kube, namespace: str, name: str | None = None) -> list[str]:
+    selector = f"involvedObject.name={name}" if name else None
+    items = kube.core.list_namespaced_event(namespace, field_selector=selector).items
+    items.sort(key=lambda e: e.last_timestamp or e.event_time or e.metadata.creation_timestamp)
+    return [f"{e.type} {e.reason} {e.involved_object.kind}/{e.involved_object.name}: {e.message}" for e in items]

@@ -1,0 +1,74 @@
+"""The local provider: binaries + images prepared, leftovers cleaned, one cluster per session."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from device_conformance.binaries import cache_root, ensure_binaries
+from device_conformance.expectations.versions import KubeVersion
+from device_conformance.images.build import build_images
+from device_conformance.kube.client import Kube
+from device_conformance.node.local import LocalNode
+from device_conformance.providers.base import ClusterHandle
+from device_conformance.providers.local import host
+from device_conformance.providers.local.cluster import LocalCluster
+from device_conformance.providers.local.leftovers import clean_leftovers
+from device_conformance.wait.kube import for_node_ready
+
+
+class LocalProvider:
+    name = "local"
+
+    def __init__(self, version: KubeVersion, bin_dir: Path | None = None, log: Callable[[str], None] = print) -> None:
+        self.version = version
+        self.bin_dir = bin_dir
+        self.log = log
+        self.cluster: LocalCluster | None = None
+
+    def prepare(self) -> None:
+        """Everything that needs no cluster: host checks, binaries, images (idempotent)."""
+        host.preflight()
+        ensure_binaries(self.version, user_dir=self.bin_dir, progress=self.log)
+        build_images(cache_root() / "images")
+
+    def up(self) -> ClusterHandle:
+        host.preflight()
+        clean_leftovers(self.log)
+        binaries = ensure_binaries(self.version, user_dir=self.bin_dir, progress=self.log)
+        images = build_images(cache_root() / "images")
+        self.cluster = LocalCluster.create(binaries, images, self.log)
+        kube = Kube.from_kubeconfig(self.cluster.layout.kubeconfig)
+        try:
+            for_node_ready(kube, self.cluster.state.node_name)
+        finally:
+            kube.close()
+        return ClusterHandle(
+            name=self.cluster.state.run_id,
+            provider=self.name,
+            kubeconfig=self.cluster.layout.kubeconfig,
+            k8s_version=str(self.version),
+            nodes=[LocalNode(self.cluster)],
+            collect_logs=self._collect_logs,
+        )
+
+    def _collect_logs(self, target: Path) -> None:
+        if self.cluster is not None:
+            shutil.copytree(self.cluster.layout.logs, target, dirs_exist_ok=True)
+
+    def down(self) -> None:
+        if self.cluster is not None:
+            problems = self.cluster.down(self.log)
+            for problem in problems:
+                self.log(f"teardown left something behind: {problem}")
+            self.cluster = None
+
+    def keep(self) -> str:
+        assert self.cluster is not None
+        self.cluster.keep()
+        run_id = self.cluster.state.run_id
+        return (
+            f"kept cluster {run_id}: export KUBECONFIG={self.cluster.layout.kubeconfig}\n"
+            f"  delete it with: device-conformance cluster down {run_id}"
+        )

@@ -1,0 +1,28 @@
+"""The pytest plugin (entry point pytest11): options, markers, fixtures, failure reports.
+
+It stays inert until a test asks for the `cluster` fixture, so `pytest tests/` needs no cluster.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from device_conformance.pytest_plugin.markers import MARKERS
+from device_conformance.pytest_plugin.options import add_options
+
+FIXTURE_MODULES = (
+    "device_conformance.fixtures.cluster",
+    "device_conformance.fixtures.pods",
+    "device_conformance.pytest_plugin.report",
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, doc in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {doc}")
+    for module in FIXTURE_MODULES:
+        config.pluginmanager.import_plugin(module)

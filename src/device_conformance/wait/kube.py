@@ -1,0 +1,76 @@
+"""Named waits on what a user sees through the API: node readiness, pod phases, resource counts."""
+
+from __future__ import annotations
+
+from kubernetes import client
+
+from device_conformance.kube import nodes, pods
+from device_conformance.kube.client import Kube
+from device_conformance.wait.core import Abort, Pending, until
+
+NODE_READY_TIMEOUT = 120
+POD_START_TIMEOUT = 120
+
+
+def for_node_ready(kube: Kube, node: str, timeout: float = NODE_READY_TIMEOUT) -> None:
+    until(
+        lambda: True if nodes.ready(kube, node) else Pending(nodes.conditions_summary(kube, node)),
+        what=f"node {node} to be Ready",
+        timeout=timeout,
+    )
+
+
+def for_pod_phase(
+    kube: Kube, namespace: str, name: str, phase: str, timeout: float = POD_START_TIMEOUT
+) -> client.V1Pod:
+    """Wait for a phase; stops early when the pod reaches a different terminal phase."""
+
+    def probe() -> client.V1Pod | Pending:
+        pod = pods.read(kube, namespace, name)
+        if pod.status.phase == phase:
+            return pod
+        if pod.status.phase in ("Succeeded", "Failed"):
+            raise Abort(f"pod {namespace}/{name} ended {pods.summary(pod)} instead of reaching {phase}")
+        return Pending(pods.summary(pod))
+
+    return until(probe, what=f"pod {namespace}/{name} to reach phase {phase}", timeout=timeout)
+
+
+def for_pod_running_ready(kube: Kube, namespace: str, name: str, timeout: float = POD_START_TIMEOUT) -> client.V1Pod:
+    def probe() -> client.V1Pod | Pending:
+        pod = pods.read(kube, namespace, name)
+        if pod.status.phase in ("Succeeded", "Failed"):
+            raise Abort(f"pod {namespace}/{name} ended: {pods.summary(pod)}")
+        return pod if pod.status.phase == "Running" and pods.is_ready(pod) else Pending(pods.summary(pod))
+
+    return until(probe, what=f"pod {namespace}/{name} to be Running and Ready", timeout=timeout)
+
+
+def for_resource_counts(
+    kube: Kube, node: str, resource: str, capacity: int | None, allocatable: int | None, timeout: float = 60
+) -> None:
+    """Wait until the node reports exactly (capacity, allocatable); None means the key is absent."""
+    wanted = (capacity, allocatable)
+
+    def probe() -> bool | Pending:
+        seen = nodes.resource_counts(kube, node, resource)
+        return True if seen == wanted else Pending(f"capacity={seen[0]} allocatable={seen[1]}")
+
+    until(
+        probe,
+        what=f"node {node} to report {resource} capacity={capacity} allocatable={allocatable}",
+        timeout=timeout,
+    )
+
+
+def for_pod_gone(kube: Kube, namespace: str, name: str, timeout: float = 120) -> None:
+    def probe() -> bool | Pending:
+        try:
+            pod = pods.read(kube, namespace, name)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return Pending(pods.summary(pod))
+
+    until(probe, what=f"pod {namespace}/{name} to be deleted", timeout=timeout)

@@ -1,0 +1,22 @@
+"""Smoke: the chain under every suite works on a real cluster (node, scheduler, runtime, kubelet)."""
+
+import pytest
+
+from device_conformance.kube import nodes, pods
+from device_conformance.wait import kube as wait
+
+pytestmark = pytest.mark.smoke
+
+
+def test_node_ready_with_expected_kubelet_version(cluster, kube, node):
+    """The node registers, becomes Ready and reports the kubelet version under test."""
+    wait.for_node_ready(kube, node.name)
+    assert nodes.kubelet_version(kube, node.name) == f"v{cluster.k8s_version}"
+
+
+def test_pod_runs_to_completion_and_its_log_is_read(kube, namespace, make_pod):
+    """A pod goes through the real scheduler and runtime to Succeeded; its log comes back through the kubelet."""
+    pod = make_pod("hello", ["sh", "-c", "echo device-conformance says hello"])
+    done = wait.for_pod_phase(kube, namespace, pod.metadata.name, "Succeeded")
+    assert done.spec.node_name, "the scheduler bound the pod to a node"
+    assert pods.logs(kube, namespace, pod.metadata.name).strip() == "device-conformance says hello"

@@ -1,0 +1,178 @@
+"""Pure parts of the fake DRA driver: ResourceSlice/DeviceClass bodies, config, CDI specs, claim results."""
+
+import json
+
+import pytest
+
+from device_conformance.errors import BadInput
+from device_conformance.fakes.dra_driver.cdi import build_spec
+from device_conformance.fakes.dra_driver.claims import results_from_claim
+from device_conformance.fakes.dra_driver.config import DeviceSpec, DriverConfig
+from device_conformance.fakes.dra_driver.resourceslices import (
+    build_device_class,
+    build_resource_slice,
+    device_attribute,
+    same_content,
+)
+
+TAINT = {"key": "example.com/broken", "value": "yes", "effect": "NoSchedule"}
+GPU = DeviceSpec(
+    name="gpu-0",
+    attributes={"model": "LATEST-GPU-MODEL", "index": 0, "shared": False, "driverVersion": {"version": "1.2.3"}},
+    capacity={"memory": "16Gi"},
+    taints=[TAINT],
+)
+
+
+def _slice(api_version, devices=(GPU,), generation=1):
+    return build_resource_slice(
+        driver="dra.example.com",
+        node_name="node-1",
+        pool="node-1",
+        generation=generation,
+        devices=list(devices),
+        api_version=api_version,
+        node_uid="uid-node-1",
+    )
+
+
+@pytest.mark.parametrize("api_version", ["resource.k8s.io/v1", "resource.k8s.io/v1beta2"])
+def test_resource_slice_puts_device_fields_on_the_device(api_version):
+    body = _slice(api_version)
+    assert body["apiVersion"] == api_version
+    assert body["kind"] == "ResourceSlice"
+    assert body["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Node", "name": "node-1", "uid": "uid-node-1", "controller": True}
+    ]
+    assert body["spec"]["driver"] == "dra.example.com"
+    assert body["spec"]["nodeName"] == "node-1"
+    assert body["spec"]["pool"] == {"name": "node-1", "generation": 1, "resourceSliceCount": 1}
+    assert body["spec"]["devices"] == [
+        {
+            "name": "gpu-0",
+            "attributes": {
+                "model": {"string": "LATEST-GPU-MODEL"},
+                "index": {"int": 0},
+                "shared": {"bool": False},
+                "driverVersion": {"version": "1.2.3"},
+            },
+            "capacity": {"memory": {"value": "16Gi"}},
+            "taints": [TAINT],
+        }
+    ]
+
+
+def test_resource_slice_v1beta1_nests_device_fields_under_basic():
+    device = _slice("resource.k8s.io/v1beta1")["spec"]["devices"][0]
+    assert set(device) == {"name", "basic"}
+    assert device["basic"]["capacity"] == {"memory": {"value": "16Gi"}}
+    assert device["basic"]["taints"] == [TAINT]
+    assert device["basic"]["attributes"]["index"] == {"int": 0}
+
+
+def test_resource_slice_leaves_out_empty_fields_and_owner_without_node_uid():
+    body = build_resource_slice(
+        driver="d.example.com",
+        node_name="Node_1",
+        pool="p",
+        generation=3,
+        devices=[DeviceSpec("dev-0")],
+        api_version="resource.k8s.io/v1",
+    )
+    assert body["spec"]["devices"] == [{"name": "dev-0"}]
+    assert "ownerReferences" not in body["metadata"]
+    assert body["metadata"]["name"] == "node-1-d.example.com"  # valid DNS subdomain
+
+
+def test_device_attribute_types_and_rejects():
+    assert device_attribute(True) == {"bool": True}  # not {"int": 1}
+    assert device_attribute(7) == {"int": 7}
+    assert device_attribute({"strings": ["a", "b"]}) == {"strings": ["a", "b"]}
+    with pytest.raises(BadInput):
+        device_attribute(1.5)
+    with pytest.raises(BadInput):
+        build_resource_slice(driver="d", node_name="n", pool="p", generation=1, devices=[], api_version="v1")
+
+
+@pytest.mark.parametrize("api_version", ["resource.k8s.io/v1", "resource.k8s.io/v1beta1"])
+def test_device_class_selects_the_driver_with_cel(api_version):
+    body = build_device_class("dra.example.com", api_version=api_version)
+    assert body == {
+        "apiVersion": api_version,
+        "kind": "DeviceClass",
+        "metadata": {"name": "dra.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": 'device.driver == "dra.example.com"'}}]},
+    }
+
+
+def test_same_content_ignores_generation_and_server_fields_but_not_taint_changes():
+    published = _slice("resource.k8s.io/v1", generation=4)
+    published["spec"]["devices"][0]["taints"][0] = dict(TAINT, timeAdded="2026-01-01T00:00:00Z")
+    assert same_content(published, _slice("resource.k8s.io/v1", generation=1))
+    untainted = DeviceSpec(GPU.name, GPU.attributes, GPU.capacity, taints=[])
+    assert not same_content(published, _slice("resource.k8s.io/v1", devices=[untainted]))
+    beta = _slice("resource.k8s.io/v1beta1")
+    assert same_content(beta, _slice("resource.k8s.io/v1beta1", generation=9))
+
+
+def test_config_round_trips_through_json_with_derived_defaults():
+    cfg = DriverConfig(
+        driver_name="dra.example.com",
+        node_name="node-1",
+        registry_dir="/r",
+        plugin_dir="/p",
+        health_service=True,
+        devices=[GPU],
+        control_socket="/c.sock",
+        call_log="/calls",
+    )
+    again = DriverConfig.from_dict(json.loads(cfg.to_json()))
+    assert again == cfg
+    assert again.devices[0] == GPU
+    assert again.endpoint == "/p/dra.sock"
+    assert again.registration_socket == "/r/dra.example.com-reg.sock"
+    assert again.pool == "node-1"
+    assert again.cdi == "dra.example.com/device"
+    assert again.advertised_versions == ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth"]
+    with pytest.raises(BadInput, match="unknown keys"):
+        DriverConfig.from_dict({**cfg.to_dict(), "typo": 1})
+
+
+def test_config_rejects_socket_paths_beyond_sun_path():
+    cfg = DriverConfig(
+        driver_name="dra.example.com",
+        node_name="n",
+        registry_dir="/tmp/" + "x" * 100,
+        plugin_dir="/p",
+        control_socket="/c.sock",
+        call_log="/calls",
+    )
+    with pytest.raises(BadInput, match="longer than 107 bytes"):
+        cfg.validate()
+
+
+def test_cdi_spec_adds_one_env_edit_set_per_device():
+    spec = build_spec("dra.example.com/device", "ns", "my-claim", "uid-1", ["gpu-0", "gpu.1"])
+    assert spec["kind"] == "dra.example.com/device"
+    assert [d["name"] for d in spec["devices"]] == ["uid-1-gpu-0", "uid-1-gpu.1"]
+    assert spec["devices"][1]["containerEdits"]["env"] == [
+        "DRA_DEVICE_GPU_1=ns/my-claim",
+        "DRA_CLAIM_UID_GPU_1=uid-1",
+    ]
+
+
+def test_results_from_claim_keeps_only_this_driver():
+    claim = {
+        "status": {
+            "allocation": {
+                "devices": {
+                    "results": [
+                        {"request": "a", "driver": "dra.example.com", "pool": "p", "device": "d0"},
+                        {"request": "b", "driver": "other.example.com", "pool": "p", "device": "d1"},
+                    ]
+                }
+            }
+        }
+    }
+    assert [r["device"] for r in results_from_claim(claim, "dra.example.com")] == ["d0"]
+    assert results_from_claim({"status": {}}, "dra.example.com") == []

@@ -1,0 +1,187 @@
+"""The fake DRA driver process: registration handshake, separate service lifecycles, health stream, kill/stop."""
+
+import os
+import shutil
+import signal
+import tempfile
+
+import grpc
+import pytest
+
+from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
+from device_conformance.fakes.dra_driver.handle import DriverStartError, start
+from device_conformance.fakes.dra_driver.kubelet_client import KubeletClient
+from device_conformance.protos.drahealth.v1alpha1 import api_pb2 as health_pb2
+
+KUBELET_ENDPOINT = "/var/lib/kubelet/plugins/dra.example.com/dra.sock"
+CLAIM = ("ns-1", "uid-1", "claim-1")
+
+
+@pytest.fixture
+def make_driver(tmp_path):
+    sockets = tempfile.mkdtemp(prefix="dra-", dir="/tmp")  # tmp_path can exceed sun_path's 107 bytes
+    handles = []
+
+    def make(**overrides):
+        fields = {
+            "driver_name": "dra.example.com",
+            "node_name": "node-1",
+            "registry_dir": f"{sockets}/registry",
+            "plugin_dir": f"{sockets}/plugins",
+            "kubelet_endpoint_path": KUBELET_ENDPOINT,
+            "devices": [DeviceSpec("dev-0"), DeviceSpec("dev-1")],
+            **overrides,
+        }
+        handles.append(start(DriverConfig(**fields), tmp_path / "driver"))
+        return handles[-1]
+
+    yield make
+    for handle in handles:
+        handle.cleanup()
+    shutil.rmtree(sockets, ignore_errors=True)
+
+
+@pytest.fixture
+def driver(make_driver):
+    return make_driver()
+
+
+@pytest.fixture
+def kubelet(driver):
+    with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as client:
+        yield client
+
+
+def test_get_info_reports_the_kubelets_view_and_versions_in_order(make_driver):
+    driver = make_driver(services=["v1beta1.DRAPlugin", "v1.DRAPlugin"], health_service=True)
+    with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as kubelet:
+        info = kubelet.get_info()
+
+    assert os.path.basename(driver.config.registration_socket) == "dra.example.com-reg.sock"
+    assert (info.type, info.name, info.endpoint) == ("DRAPlugin", "dra.example.com", KUBELET_ENDPOINT)
+    assert list(info.supported_versions) == ["v1beta1.DRAPlugin", "v1.DRAPlugin", "v1alpha1.DRAResourceHealth"]
+    assert driver.calls()[0]["method"] == "/pluginregistration.Registration/GetInfo"
+
+
+def test_registration_notifications_are_recorded(driver, kubelet):
+    kubelet.notify(False, "RegisterPlugin error -- plugin validation failed with err: nope")
+    kubelet.notify(True)
+
+    assert [(r["plugin_registered"], r["error"]) for r in driver.registrations()] == [
+        (False, "RegisterPlugin error -- plugin validation failed with err: nope"),
+        (True, ""),
+    ]
+    assert driver.wait_for_registration(timeout=5)["pid"] == driver.pid
+
+
+def test_get_info_failure_only_n_times(driver, kubelet):
+    driver.fail_get_info("not ready", code="UNAVAILABLE", times=1)
+
+    with pytest.raises(grpc.RpcError) as err:
+        kubelet.get_info()
+    assert (err.value.code(), err.value.details()) == (grpc.StatusCode.UNAVAILABLE, "not ready")
+    assert kubelet.get_info().name == "dra.example.com"
+    assert [c["ok"] for c in driver.calls("/GetInfo")] == [False, True]
+
+
+def test_dra_service_stops_while_registrar_still_answers(driver, kubelet):
+    driver.push_allocation("uid-1", namespace="ns-1", name="claim-1", devices=["dev-0"])
+    driver.stop_dra_service()
+
+    assert not os.path.exists(driver.config.service_socket)
+    assert kubelet.get_info().endpoint == KUBELET_ENDPOINT
+    with pytest.raises(grpc.RpcError) as err:
+        kubelet.prepare([CLAIM], timeout=2)
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+
+    driver.start_dra_service()
+    # A fresh channel: the old one sits in reconnect backoff after the failure.
+    with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as again:
+        assert again.prepare([CLAIM], timeout=10).claims["uid-1"].error == ""
+    assert driver.status()["dra_service_running"] is True
+
+
+def test_registrar_stops_and_starts_on_its_own(make_driver):
+    driver = make_driver(register_on_start=False)  # upstream: service first, registration later
+    assert not os.path.exists(driver.config.registration_socket)
+    assert os.path.exists(driver.config.service_socket)
+
+    driver.start_registrar()
+    with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as kubelet:
+        assert kubelet.get_info().name == "dra.example.com"
+    driver.stop_registrar()
+    assert not os.path.exists(driver.config.registration_socket)
+    assert driver.status()["dra_service_running"] is True
+
+
+def test_health_stream_sends_the_full_list_on_every_push(make_driver):
+    driver = make_driver(health_service=True)
+    with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as kubelet:
+        stream = kubelet.watch_health(timeout=20)
+        driver.wait_for_call("/v1alpha1.DRAResourceHealth/NodeWatchResources", timeout=10)
+
+        assert driver.push_health({"dev-0": "Unhealthy"}, message="ECC errors") == 1
+        first = next(stream)
+        driver.push_health({"dev-1": "Healthy"})
+        second = next(stream)
+        stream.cancel()
+
+    assert [(d.device.pool_name, d.device.device_name, d.health, d.message) for d in first.devices] == [
+        ("node-1", "dev-0", health_pb2.UNHEALTHY, "ECC errors")
+    ]
+    assert [(d.device.device_name, d.health) for d in second.devices] == [
+        ("dev-0", health_pb2.UNHEALTHY),
+        ("dev-1", health_pb2.HEALTHY),
+    ]
+    assert second.devices[1].last_updated_time > 0
+
+
+def test_taints_and_devices_bump_the_pool_generation(driver):
+    first = driver.set_taints("dev-0", [{"key": "example.com/bad", "effect": "NoExecute"}])
+    second = driver.set_devices([DeviceSpec("dev-7")])
+
+    assert (first["published"], first["generation"], second["generation"]) == (False, 1, 2)
+    assert [d["name"] for d in driver.devices()] == ["dev-7"]
+
+
+def test_sigkill_leaves_call_log_prepared_set_and_stale_sockets(driver, kubelet):
+    driver.push_allocation("uid-1", namespace="ns-1", name="claim-1", devices=["dev-0"])
+    kubelet.prepare([CLAIM])
+    old_pid = driver.pid
+
+    driver.kill()
+
+    assert not driver.is_running()
+    assert [c["method"].rsplit("/", 1)[-1] for c in driver.calls()] == ["NodePrepareResources"]
+    assert set(driver.prepared()) == {"uid-1"}  # from the state file
+    assert os.path.exists(driver.config.registration_socket)  # like a crashed plugin
+
+    driver.restart()
+    assert driver.pid != old_pid
+    assert set(driver.prepared()) == {"uid-1"}
+    kubelet.unprepare([CLAIM])
+    assert [c["pid"] for c in driver.calls()] == [old_pid, driver.pid]
+
+
+def test_sigterm_removes_sockets_and_cleanup_is_idempotent(driver):
+    config = driver.config
+    assert all(os.path.exists(p) for p in config.sockets())
+
+    os.kill(driver.pid, signal.SIGTERM)  # the driver itself, not the handle, must clean up
+    assert driver.stop(timeout=10) == 0
+
+    assert [p for p in config.sockets() if os.path.exists(p)] == []
+    driver.cleanup()
+    driver.cleanup()
+    assert not driver.is_running()
+
+
+def test_a_driver_that_cannot_start_is_reported_with_its_log(make_driver, tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+
+    with pytest.raises(DriverStartError) as err:
+        make_driver(plugin_dir=str(blocker))  # the driver cannot create its socket directory
+
+    assert "driver process is not running" in str(err.value)
+    assert "FileExistsError" in str(err.value)  # the traceback from the driver's log
