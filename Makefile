@@ -8,7 +8,7 @@ PROVIDER ?=
 K8S_VERSION ?=
 PYTEST_ARGS ?=
 
-.PHONY: venv test e2e bench lint protos setup clean-leftovers
+.PHONY: venv test e2e bench lint protos setup cleanup
 
 venv: $(VENV)/.installed
 
@@ -29,3 +29,19 @@ lint: venv
 protos: venv
 	find src/device_conformance/protos -name '*.proto' -print0 | xargs -0 \
 	  $(BIN)/python -m grpc_tools.protoc -Isrc --python_out=src --grpc_python_out=src --pyi_out=src
+
+# Debian packages, Kubernetes binaries (cached per version) and images: whatever is missing.
+setup: venv
+ifneq ($(PROVIDER),existing)
+	$(BIN)/device-conformance setup $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+endif
+
+e2e: setup
+	$(BIN)/pytest suites $(if $(PROVIDER),--provider $(PROVIDER)) $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(PYTEST_ARGS)
+
+bench: setup
+	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+
+# Tear down clusters left by crashed or interrupted runs.
+cleanup: venv
+	$(BIN)/device-conformance cluster cleanup

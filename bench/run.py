@@ -1,0 +1,84 @@
+"""Benchmarks of the harness on a real local cluster: prints a table, writes JSON to bench/results/.
+
+Measured: bring-up to node Ready with a cold image cache and again warm (Kubernetes binaries cached in
+both), graceful kubelet restart to node Ready, pod create to Running, teardown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+from device_conformance.binaries import cache_root
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
+from device_conformance.kube import pods
+from device_conformance.kube.client import Kube
+from device_conformance.providers.local.provider import LocalProvider
+from device_conformance.wait import kube as wait
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def timed(action) -> float:
+    started = time.monotonic()
+    action()
+    return time.monotonic() - started
+
+
+def bench(version: KubeVersion, repeats: int) -> dict[str, list[float]]:
+    results: dict[str, list[float]] = {}
+    shutil.rmtree(cache_root() / "images", ignore_errors=True)
+    for round_ in range(repeats):
+        provider = LocalProvider(version, log=lambda _: None)
+        handle = None
+
+        def up():
+            nonlocal handle
+            handle = provider.up()
+
+        results.setdefault("bring-up cold images" if round_ == 0 else "bring-up warm", []).append(timed(up))
+        kube = Kube.from_kubeconfig(handle.kubeconfig)
+        node = handle.nodes[0]
+        for _ in range(3):
+            results.setdefault("kubelet restart to node Ready", []).append(
+                timed(lambda: (node.restart_kubelet(), wait.for_node_ready(kube, node.name)))
+            )
+        kube.core.create_namespace({"metadata": {"name": "bench"}})
+        wait_sa = __import__("device_conformance.wait.core", fromlist=["until"]).until
+        wait_sa(lambda: kube.core.read_namespaced_service_account("default", "bench"), what="SA", timeout=60)
+        for i in range(3):
+            manifest = pods.pod_manifest(f"p{i}", ["sleep", "3600"], restart_policy="Always")
+            results.setdefault("pod create to Running", []).append(
+                timed(
+                    lambda m=manifest: (
+                        pods.create(kube, "bench", m),
+                        wait.for_pod_running_ready(kube, "bench", m["metadata"]["name"]),
+                    )
+                )
+            )
+        kube.close()
+        results.setdefault("teardown", []).append(timed(provider.down))
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    results = bench(KubeVersion.parse(args.k8s_version), args.repeats)
+    print(f"{'measurement':34} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
+    for name, values in results.items():
+        print(f"{name:34} {len(values):3} {statistics.median(values):9.2f} {min(values):7.2f} {max(values):7.2f}")
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / f"bench-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    out.write_text(json.dumps({"k8s_version": args.k8s_version, "seconds": results}, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
