@@ -1,0 +1,93 @@
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from device_conformance import binaries
+from device_conformance.errors import BadInput
+from device_conformance.expectations.versions import KubeVersion
+from device_conformance.providers.local import host, leftovers, ports
+from device_conformance.providers.local.layout import RunLayout
+
+
+def test_not_root_is_refused_with_the_fix(monkeypatch):
+    monkeypatch.setattr(host.os, "geteuid", lambda: 1000)
+    with pytest.raises(BadInput) as excinfo:
+        host.preflight()
+    assert "root" in excinfo.value.problem and "sudo" in excinfo.value.fix
+
+
+def test_missing_packages_are_named_with_the_apt_command(monkeypatch):
+    monkeypatch.setattr(host.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(host.shutil, "which", lambda command: None if command == "etcd" else "/usr/bin/x")
+    with pytest.raises(BadInput) as excinfo:
+        host.preflight()
+    assert "etcd-server" in excinfo.value.problem and "apt-get install -y etcd-server" in excinfo.value.fix
+
+
+def test_pinned_port_in_use_is_reported_with_its_number(monkeypatch, tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        monkeypatch.setenv("DEVICE_CONFORMANCE_BASE_PORT", str(port))
+        with pytest.raises(BadInput) as excinfo:
+            ports.allocate(tmp_path, set())
+    assert f"port {port}" in excinfo.value.problem and "DEVICE_CONFORMANCE_BASE_PORT" in excinfo.value.fix
+
+
+def test_port_blocks_of_live_runs_are_skipped(monkeypatch, tmp_path):
+    monkeypatch.delenv("DEVICE_CONFORMANCE_BASE_PORT", raising=False)
+    first = ports.allocate(tmp_path, set())
+    second = ports.allocate(tmp_path, {first.etcd_client})
+    assert second.etcd_client != first.etcd_client
+    assert len(set(second.as_dict().values())) == 7
+
+
+def test_user_bin_dir_without_binaries_names_what_is_missing(tmp_path):
+    (tmp_path / "kubelet").write_text("#!/bin/sh\n")
+    (tmp_path / "kubelet").chmod(0o755)
+    with pytest.raises(BadInput) as excinfo:
+        binaries.ensure_binaries(KubeVersion(1, 37, 1), user_dir=tmp_path)
+    assert "kube-apiserver" in excinfo.value.problem and "kubelet," not in excinfo.value.problem
+
+
+def test_corrupt_cached_binary_is_detected_by_its_checksum(tmp_path):
+    for name in binaries.COMPONENTS:
+        (tmp_path / name).write_bytes(name.encode())
+    binaries._write_manifest(tmp_path)
+    assert binaries._verify_manifest(tmp_path) is None
+    (tmp_path / "kubelet").write_bytes(b"truncated")
+    assert "kubelet does not match its recorded sha256" in binaries._verify_manifest(tmp_path)
+
+
+def test_half_written_cache_without_manifest_is_not_trusted(tmp_path):
+    (tmp_path / "kubelet").write_bytes(b"x")
+    assert binaries._verify_manifest(tmp_path) == "no checksum manifest"
+
+
+def test_run_left_by_a_crashed_session_is_cleaned(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("DEVICE_CONFORMANCE_STATE", str(tmp_path))
+    layout = RunLayout.for_run("rdead01")
+    layout.root.mkdir(parents=True)
+    dead_pid = 2**22 + 12345  # above pid_max on our hosts: never a live process
+    state = {
+        "run_id": "rdead01",
+        "k8s_version": "1.37.1",
+        "node_name": "dc-rdead01",
+        "owner_pid": dead_pid,
+        "owner_started": 1,
+    }
+    layout.state_file.write_text(json.dumps(state))
+    kept = RunLayout.for_run("rkept01")
+    kept.root.mkdir(parents=True)
+    kept.state_file.write_text(json.dumps({**state, "run_id": "rkept01", "kept": True}))
+    assert leftovers.clean_leftovers(print) == ["rdead01"]
+    assert not layout.root.exists() and kept.root.exists()
+    assert "left by a crashed or interrupted session" in capsys.readouterr().out
+
+
+def test_state_root_is_short_enough_for_sockets():
+    assert len(os.fspath(Path("/var/lib/device-conformance/runs/r123456/node/kubelet/plugins_registry"))) < 80
