@@ -3,6 +3,6 @@
 from setuptools import find_packages, setup
 
 setup(
-    packages=find_packages("src") + ["device_conformance.fixtures"],
+    packages=[*find_packages("src"), "device_conformance.fixtures"],
     package_dir={"": "src", "device_conformance.fixtures": "fixtures"},
 )

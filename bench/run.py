@@ -19,6 +19,7 @@ from device_conformance.kube import pods
 from device_conformance.kube.client import Kube
 from device_conformance.providers.local.provider import LocalProvider
 from device_conformance.wait import kube as wait
+from device_conformance.wait.core import until
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -29,39 +30,34 @@ def timed(action) -> float:
     return time.monotonic() - started
 
 
+def one_round(version: KubeVersion, label: str, results: dict[str, list[float]]) -> None:
+    provider = LocalProvider(version, log=lambda _: None)
+    started = time.monotonic()
+    handle = provider.up()
+    results.setdefault(label, []).append(time.monotonic() - started)
+    kube = Kube.from_kubeconfig(handle.kubeconfig)
+    node = handle.nodes[0]
+    for _ in range(3):
+        results.setdefault("kubelet restart to node Ready", []).append(
+            timed(lambda: (node.restart_kubelet(), wait.for_node_ready(kube, node.name)))
+        )
+    kube.core.create_namespace({"metadata": {"name": "bench"}})
+    until(lambda: kube.core.read_namespaced_service_account("default", "bench"), what="default SA", timeout=60)
+    for i in range(3):
+        manifest = pods.pod_manifest(f"p{i}", ["sleep", "3600"], restart_policy="Always")
+        started = time.monotonic()
+        pods.create(kube, "bench", manifest)
+        wait.for_pod_running_ready(kube, "bench", manifest["metadata"]["name"])
+        results.setdefault("pod create to Running", []).append(time.monotonic() - started)
+    kube.close()
+    results.setdefault("teardown", []).append(timed(provider.down))
+
+
 def bench(version: KubeVersion, repeats: int) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
     shutil.rmtree(cache_root() / "images", ignore_errors=True)
     for round_ in range(repeats):
-        provider = LocalProvider(version, log=lambda _: None)
-        handle = None
-
-        def up():
-            nonlocal handle
-            handle = provider.up()
-
-        results.setdefault("bring-up cold images" if round_ == 0 else "bring-up warm", []).append(timed(up))
-        kube = Kube.from_kubeconfig(handle.kubeconfig)
-        node = handle.nodes[0]
-        for _ in range(3):
-            results.setdefault("kubelet restart to node Ready", []).append(
-                timed(lambda: (node.restart_kubelet(), wait.for_node_ready(kube, node.name)))
-            )
-        kube.core.create_namespace({"metadata": {"name": "bench"}})
-        wait_sa = __import__("device_conformance.wait.core", fromlist=["until"]).until
-        wait_sa(lambda: kube.core.read_namespaced_service_account("default", "bench"), what="SA", timeout=60)
-        for i in range(3):
-            manifest = pods.pod_manifest(f"p{i}", ["sleep", "3600"], restart_policy="Always")
-            results.setdefault("pod create to Running", []).append(
-                timed(
-                    lambda m=manifest: (
-                        pods.create(kube, "bench", m),
-                        wait.for_pod_running_ready(kube, "bench", m["metadata"]["name"]),
-                    )
-                )
-            )
-        kube.close()
-        results.setdefault("teardown", []).append(timed(provider.down))
+        one_round(version, "bring-up cold images" if round_ == 0 else "bring-up warm", results)
     return results
 
 

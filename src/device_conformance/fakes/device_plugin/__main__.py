@@ -1,0 +1,63 @@
+"""Run the fake device plugin as its own process:
+
+    python -m device_conformance.fakes.device_plugin --config FILE [--exit-with-parent]
+
+SIGTERM/SIGINT stop it cleanly (servers stopped, its sockets removed, exit code 0). It prints
+`ready <control socket>` on stdout once the control socket answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from types import FrameType
+
+from device_conformance.fakes.device_plugin.config import DevicePluginConfig
+from device_conformance.fakes.device_plugin.control import ControlServer
+from device_conformance.fakes.device_plugin.plugin import FakeDevicePlugin
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m device_conformance.fakes.device_plugin")
+    parser.add_argument("--config", required=True, help="JSON file written from DevicePluginConfig")
+    parser.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="exit when the process that started us goes away (so a crashed test run leaves no plugin behind)",
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    config = DevicePluginConfig.load(args.config)
+    if not config.control_socket:
+        parser.error(f"{args.config}: control_socket is empty")
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    plugin = FakeDevicePlugin(config)
+    plugin.start()
+    control = ControlServer(config.control_socket, plugin.ops())
+    control.start()
+    print(f"ready {config.control_socket}", flush=True)
+
+    parent = os.getppid()
+    while not stop.wait(0.2):
+        if args.exit_with_parent and os.getppid() != parent:
+            logging.warning("parent %d went away; stopping", parent)
+            break
+    control.stop()
+    plugin.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""The fake device plugin's configuration: plain dataclasses that round-trip through JSON.
+
+The handle writes this file, the plugin process reads it; nothing else crosses the process boundary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+HEALTHY = "Healthy"
+UNHEALTHY = "Unhealthy"
+API_VERSION = "v1beta1"
+KUBELET_SOCKET_NAME = "kubelet.sock"
+
+
+@dataclass
+class DeviceConfig:
+    """One device as ListAndWatch reports it."""
+
+    id: str
+    health: str = HEALTHY
+    numa_nodes: list[int] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeviceConfig:
+        return cls(id=data["id"], health=data.get("health", HEALTHY), numa_nodes=list(data.get("numa_nodes", [])))
+
+
+@dataclass
+class OptionsConfig:
+    """DevicePluginOptions, sent in Register and returned by GetDevicePluginOptions."""
+
+    pre_start_required: bool = False
+    get_preferred_allocation_available: bool = False
+
+
+@dataclass
+class MountConfig:
+    container_path: str
+    host_path: str
+    read_only: bool = False
+
+
+@dataclass
+class DeviceSpecConfig:
+    container_path: str
+    host_path: str
+    permissions: str = "rw"
+
+
+@dataclass
+class AllocateConfig:
+    """What Allocate returns for each container request.
+
+    Every string may use the placeholders {ids} (allocated IDs comma-joined), {count}, {resource},
+    and {id} / {index}. An item whose text uses {id} or {index} is repeated once per allocated device
+    (e.g. a mount per device); the other items appear once.
+    """
+
+    envs: dict[str, str] = field(default_factory=dict)
+    mounts: list[MountConfig] = field(default_factory=list)
+    devices: list[DeviceSpecConfig] = field(default_factory=list)
+    annotations: dict[str, str] = field(default_factory=dict)
+    cdi_devices: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AllocateConfig:
+        return cls(
+            envs=dict(data.get("envs", {})),
+            mounts=[MountConfig(**m) for m in data.get("mounts", [])],
+            devices=[DeviceSpecConfig(**d) for d in data.get("devices", [])],
+            annotations=dict(data.get("annotations", {})),
+            cdi_devices=list(data.get("cdi_devices", [])),
+        )
+
+
+@dataclass
+class DevicePluginConfig:
+    """Everything the plugin process needs. Paths are host paths as the plugin process sees them."""
+
+    resource_name: str
+    socket_dir: str
+    socket_name: str = "fake-device-plugin.sock"
+    devices: list[DeviceConfig] = field(default_factory=list)
+    options: OptionsConfig = field(default_factory=OptionsConfig)
+    allocate: AllocateConfig = field(default_factory=AllocateConfig)
+    # Sent in RegisterRequest.version; a test sets a wrong one to see the kubelet reject it.
+    api_version: str = API_VERSION
+    register_on_start: bool = True
+    # Re-register when kubelet.sock is re-created or our own socket is deleted (kubelet restart).
+    auto_reregister: bool = True
+    # Start with registration held back (upstream REGISTER_CONTROL_FILE): nothing registers until released.
+    hold_registration: bool = False
+    # Empty means socket_dir/kubelet.sock.
+    kubelet_socket: str = ""
+    # Filled in by the handle (a path in its workdir) when empty; must not live in socket_dir,
+    # because the kubelet deletes every socket there when it starts.
+    control_socket: str = ""
+    call_log: str = ""
+    register_timeout: float = 15.0
+
+    @property
+    def kubelet_socket_path(self) -> str:
+        return self.kubelet_socket or os.path.join(self.socket_dir, KUBELET_SOCKET_NAME)
+
+    def socket_path(self, socket_name: str | None = None) -> str:
+        return os.path.join(self.socket_dir, socket_name or self.socket_name)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DevicePluginConfig:
+        data = dict(data)
+        data["devices"] = [DeviceConfig.from_dict(d) for d in data.get("devices", [])]
+        data["options"] = OptionsConfig(**data.get("options", {}))
+        data["allocate"] = AllocateConfig.from_dict(data.get("allocate", {}))
+        return cls(**data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> DevicePluginConfig:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(self.to_json())
