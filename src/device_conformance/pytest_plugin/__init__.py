@@ -5,6 +5,8 @@ It stays inert until a test asks for the `cluster` fixture, so `pytest tests/` n
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 from device_conformance.pytest_plugin.markers import MARKERS
@@ -13,6 +15,7 @@ from device_conformance.pytest_plugin.options import add_options
 FIXTURE_MODULES = (
     "device_conformance.fixtures.cluster",
     "device_conformance.fixtures.pods",
+    "device_conformance.fixtures.device_plugins",
     "device_conformance.pytest_plugin.report",
 )
 
@@ -25,4 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, doc in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {doc}")
     for module in FIXTURE_MODULES:
-        config.pluginmanager.import_plugin(module)
+        # register() rather than import_plugin(): these modules import each other, and import_plugin
+        # warns about assertion rewriting for modules already imported (they use no bare asserts).
+        if config.pluginmanager.get_plugin(module) is None:
+            config.pluginmanager.register(importlib.import_module(module), module)
