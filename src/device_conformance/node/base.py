@@ -6,6 +6,8 @@ import signal
 from pathlib import Path
 from typing import Protocol
 
+from device_conformance.node.cri import Sandbox
+
 KUBELET_ROOT = Path("/var/lib/kubelet")
 
 
@@ -60,6 +62,11 @@ class NodeControl(Protocol):
         ...
 
     def kubelet_log_since(self, mark: int) -> str: ...
+
+    # -- runtime view ------------------------------------------------------------------------
+    def pod_sandboxes(self) -> list[Sandbox]:
+        """The container runtime's pod sandboxes (CRI ListPodSandbox), ready or not."""
+        ...
 
     # -- whole-node faults -------------------------------------------------------------------
     def simulate_reboot(self) -> int:

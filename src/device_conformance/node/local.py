@@ -9,7 +9,7 @@ from pathlib import Path
 from device_conformance.binaries import ensure_binaries
 from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.node.cri import CRIClient
+from device_conformance.node.cri import CRIClient, Sandbox
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS
 from device_conformance.wait.core import Pending, until
@@ -110,6 +110,11 @@ class LocalNode:
         with self.cluster.layout.log("kubelet").open("rb") as log:
             log.seek(mark)
             return log.read().decode(errors="replace")
+
+    # -- runtime view ------------------------------------------------------------------------
+    def pod_sandboxes(self) -> list[Sandbox]:
+        with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
+            return cri.sandboxes()
 
     # -- whole-node faults -------------------------------------------------------------------
     def remove_all_sandboxes(self) -> int:
