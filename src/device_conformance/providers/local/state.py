@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from device_conformance.process import pid_alive
 from device_conformance.providers.local.layout import RunLayout
@@ -49,4 +49,8 @@ class RunState:
 
     @classmethod
     def load(cls, layout: RunLayout) -> RunState:
-        return cls(**json.loads(layout.state_file.read_text()))
+        """Unknown keys are dropped: a run written by another version of this harness (another checkout
+        running at the same time) must still be recognised as alive, or torn down after a crash."""
+        data = json.loads(layout.state_file.read_text())
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
