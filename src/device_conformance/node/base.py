@@ -61,6 +61,11 @@ class NodeControl(Protocol):
 
     def kubelet_log_since(self, mark: int) -> str: ...
 
+    # -- container runtime -------------------------------------------------------------------
+    def runtime_info(self) -> dict:
+        """The container runtime's verbose CRI Status info (containerd: {"config": {...}, ...})."""
+        ...
+
     # -- whole-node faults -------------------------------------------------------------------
     def simulate_reboot(self) -> int:
         """Upstream's reboot: stop the kubelet, remove every pod sandbox through CRI, start it.

@@ -111,6 +111,11 @@ class LocalNode:
             log.seek(mark)
             return log.read().decode(errors="replace")
 
+    # -- container runtime -------------------------------------------------------------------
+    def runtime_info(self) -> dict:
+        with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
+            return cri.status_info()
+
     # -- whole-node faults -------------------------------------------------------------------
     def remove_all_sandboxes(self) -> int:
         with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
