@@ -127,3 +127,10 @@ def test_layout_private_paths_live_under_the_run():
     assert layout.private("/run/netns").parent == layout.root / "node"
     # socket paths inside the kubelet root must fit sun_path (107 bytes)
     assert len(str(layout.kubelet_root / "device-plugins" / "a-reasonably-long-plugin-name.sock")) < 107
+
+
+def test_containerd_argv_and_env_put_our_shim_first_on_path():
+    argv = components.containerd_argv(Path("/cache/containerd/v2.3.4/containerd"), Path("/r/containerd/config.toml"))
+    assert argv == ["/cache/containerd/v2.3.4/containerd", "--config=/r/containerd/config.toml"]
+    env = components.containerd_env(Path("/cache/containerd/v2.3.4"), "/usr/sbin:/usr/bin")
+    assert env == {"PATH": "/cache/containerd/v2.3.4:/usr/sbin:/usr/bin"}

@@ -8,6 +8,7 @@ process, also after a crash.
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import time
@@ -91,10 +92,12 @@ class LocalCluster:
             f"cluster {self.state.run_id} up in {time.monotonic() - started:.1f}s (kubeconfig {self.layout.kubeconfig})"
         )
 
-    def _start(self, name: str, argv: list[str], in_node: bool = False) -> ProcessRecord:
+    def _start(
+        self, name: str, argv: list[str], in_node: bool = False, env: dict[str, str] | None = None
+    ) -> ProcessRecord:
         if in_node:
             argv = self.namespace.wrap(argv)
-        process = spawn(name, argv, self.layout.log(name))
+        process = spawn(name, argv, self.layout.log(name), env=env)
         self.state.record(process)
         self.state.save(self.layout)
         return process
@@ -165,7 +168,12 @@ class LocalCluster:
                 runc=shutil.which("runc") or "runc",
             )
         )
-        self._start("containerd", [str(self.containerd.path("containerd")), f"--config={config}"], in_node=True)
+        self._start(
+            "containerd",
+            components.containerd_argv(self.containerd.path("containerd"), config),
+            in_node=True,
+            env=components.containerd_env(self.containerd.directory, os.environ.get("PATH", "")),
+        )
         self._wait_healthy("containerd", self._cri_answers)
         for image in images:
             run(self.ctr(["images", "import", "--no-unpack=false", str(image.tarball)]), timeout=120)
