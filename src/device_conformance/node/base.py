@@ -63,9 +63,13 @@ class NodeControl(Protocol):
 
     def kubelet_log_since(self, mark: int) -> str: ...
 
-    # -- runtime view ------------------------------------------------------------------------
+    # -- container runtime -------------------------------------------------------------------
     def pod_sandboxes(self) -> list[Sandbox]:
         """The container runtime's pod sandboxes (CRI ListPodSandbox), ready or not."""
+        ...
+
+    def runtime_info(self) -> dict:
+        """The container runtime's verbose CRI Status info (containerd: {"config": {...}, ...})."""
         ...
 
     # -- whole-node faults -------------------------------------------------------------------

@@ -1,8 +1,10 @@
-"""A minimal CRI client: enough to simulate a node reboot as upstream does (remove every sandbox)."""
+"""A minimal CRI client: simulate a node reboot as upstream does (remove every sandbox); read runtime Status."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
@@ -39,6 +41,18 @@ class CRIClient:
     def version(self) -> str:
         reply = self._runtime.Version(api_pb2.VersionRequest(version="v1"), timeout=CRI_TIMEOUT_SECONDS)
         return f"{reply.runtime_name} {reply.runtime_version}"
+
+    def status_info(self) -> dict[str, Any]:
+        """The runtime's verbose Status info, JSON values decoded (containerd: its effective CRI config
+        under "config", with enableCDI and cdiSpecDirs)."""
+        reply = self._runtime.Status(api_pb2.StatusRequest(verbose=True), timeout=CRI_TIMEOUT_SECONDS)
+        info: dict[str, Any] = {}
+        for key, value in reply.info.items():
+            try:
+                info[key] = json.loads(value)
+            except ValueError:
+                info[key] = value
+        return info
 
     def sandboxes(self) -> list[Sandbox]:
         reply = self._runtime.ListPodSandbox(api_pb2.ListPodSandboxRequest(), timeout=CRI_TIMEOUT_SECONDS)

@@ -111,10 +111,14 @@ class LocalNode:
             log.seek(mark)
             return log.read().decode(errors="replace")
 
-    # -- runtime view ------------------------------------------------------------------------
+    # -- container runtime -------------------------------------------------------------------
     def pod_sandboxes(self) -> list[Sandbox]:
         with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
             return cri.sandboxes()
+
+    def runtime_info(self) -> dict:
+        with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
+            return cri.status_info()
 
     # -- whole-node faults -------------------------------------------------------------------
     def remove_all_sandboxes(self) -> int:

@@ -24,6 +24,7 @@ class RunState:
     subnet: str = ""
     cgroup_root: str = ""
     binaries_dir: str = ""
+    containerd_dir: str = ""
     namespace_holder: int = 0
     namespace_inode: int = 0
     processes: dict[str, dict] = field(default_factory=dict)
