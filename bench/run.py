@@ -97,9 +97,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     results = bench(KubeVersion.parse(args.k8s_version), args.repeats)
-    print(f"{'measurement':34} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
+    print(f"{'measurement':40} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, values in results.items():
-        print(f"{name:34} {len(values):3} {statistics.median(values):9.2f} {min(values):7.2f} {max(values):7.2f}")
+        print(f"{name:40} {len(values):3} {statistics.median(values):9.2f} {min(values):7.2f} {max(values):7.2f}")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"bench-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.write_text(json.dumps({"k8s_version": args.k8s_version, "seconds": results}, indent=1))
