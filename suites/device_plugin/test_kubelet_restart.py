@@ -166,14 +166,7 @@ def test_pod_with_init_and_app_devices_survives_kubelet_restart(kube, node, name
     plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
     wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
 
-    def unchanged():
-        current = pods.read(kube, namespace, name)
-        status = current.status.container_statuses[0]
-        if current.metadata.uid != before.metadata.uid or current.status.phase != "Running" or status.restart_count:
-            return pods.summary(current)
-        return None
-
-    stays(unchanged, what=f"pod {namespace}/{name} to keep running unrestarted", duration=5)
+    _keeps_running(kube, namespace, name, before)
     assert _devices_of(node, namespace, name, resource) == devices
 
 
@@ -199,3 +192,65 @@ def test_reboot_with_plugin_held_back_fails_the_pod_instead_of_running_it_withou
     assert NO_HEALTHY_DEVICES in failed.status.message, failed.status.message
     wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
     assert len(plugin.calls("Allocate")) == 1
+
+
+def _keeps_running(kube, namespace, name, before, duration=5):
+    def unchanged():
+        current = pods.read(kube, namespace, name)
+        status = current.status.container_statuses[0]
+        if current.metadata.uid != before.metadata.uid or current.status.phase != "Running" or status.restart_count:
+            return pods.summary(current)
+        return None
+
+    stays(unchanged, what=f"pod {namespace}/{name} to keep running unrestarted", duration=duration)
+
+
+@pytest.mark.disruptive
+def test_running_pod_survives_kubelet_restart_while_its_plugin_is_away(kube, node, namespace, make_pod, device_plugin):
+    """Bug 5 (#118559, fixed by #118635): a plain kubelet restart while the plugin is not registered
+    must not re-admit (and fail) the running device pod; it is found running and left alone."""
+    plugin = device_plugin(devices=("dev-0", "dev-1"))
+    resource = plugin.config.resource_name
+    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
+    pod = make_pod("steady", ["sleep", "86400"], resources={resource: 1})
+    name = pod.metadata.name
+    before = wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
+    devices = _devices_of(node, namespace, name, resource)
+
+    plugin.hold_registration(True)
+    node.restart_kubelet()
+    wait.for_node_ready(kube, node.name)
+    wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
+    _keeps_running(kube, namespace, name, before)
+    assert _devices_of(node, namespace, name, resource) == devices
+
+    plugin.hold_registration(False)
+    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
+    _keeps_running(kube, namespace, name, before, duration=2)
+    assert len(plugin.calls("Allocate")) == 1
+
+
+@pytest.mark.disruptive
+def test_assignments_survive_kubelet_restart_then_plugin_restart(kube, node, namespace, make_pod, device_plugin):
+    """Upstream DP8: restart the kubelet, then kill and restart the plugin; after each step the pod is
+    the same, Running and Ready, and podresources reports the same device."""
+    plugin = device_plugin(devices=("dev-0", "dev-1"))
+    resource = plugin.config.resource_name
+    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
+    pod = make_pod("durable", ["sleep", "86400"], resources={resource: 1})
+    name = pod.metadata.name
+    before = wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
+    devices = _devices_of(node, namespace, name, resource)
+
+    node.restart_kubelet()
+    plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
+    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
+    _keeps_running(kube, namespace, name, before, duration=2)
+    assert _devices_of(node, namespace, name, resource) == devices
+
+    plugin.kill()
+    wait.for_resource_counts(kube, node.name, resource, 2, 0, timeout=COUNT_TIMEOUT)
+    plugin.respawn()
+    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
+    _keeps_running(kube, namespace, name, before, duration=2)
+    assert _devices_of(node, namespace, name, resource) == devices
