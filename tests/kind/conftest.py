@@ -1,0 +1,146 @@
+"""A real Docker engine for the kind provider's tests, and a fake "node" container to exec into.
+
+No registry is reachable here, so the node is a local image: busybox-static plus small scripts standing
+in for systemd, the kubelet, journalctl, crictl and curl (fake_node/). The engine is the user's when
+it answers, else a private dockerd started for the session (root + Debian docker.io), else the tests
+skip naming what is missing.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from device_conformance.dockercli import Docker
+from device_conformance.node.docker import DockerNode
+
+FAKE_NODE_DIR = Path(__file__).with_name("fake_node")
+FAKE_NODE_IMAGE = "device-conformance.local/fake-kind-node:test"
+BUSYBOX = Path("/bin/busybox")
+SCRIPTS = {
+    "/usr/local/lib/fake/supervisor": "supervisor",
+    "/usr/local/lib/fake/start-kubelet": "start-kubelet",
+    "/usr/local/lib/fake/kubelet-alive": "kubelet-alive",
+    "/usr/bin/kubelet": "kubelet",
+    "/usr/bin/systemctl": "systemctl",
+    "/usr/bin/journalctl": "journalctl",
+    "/usr/bin/crictl": "crictl",
+    "/usr/bin/curl": "curl",
+}
+# Node directories bound from the host, as the kind provider mounts them.
+MOUNTED = ("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi")
+
+
+def _add(tar: tarfile.TarFile, path: str, data: bytes | None = None, mode: int = 0o755, link: str = "") -> None:
+    info = tarfile.TarInfo(path.lstrip("/"))
+    info.mode = mode
+    if link:
+        info.type, info.linkname = tarfile.SYMTYPE, link
+        tar.addfile(info)
+    elif data is None:
+        info.type = tarfile.DIRTYPE
+        tar.addfile(info)
+    else:
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+
+
+def fake_node_rootfs() -> bytes:
+    applets = subprocess.run([str(BUSYBOX), "--list"], capture_output=True, text=True, check=True).stdout.split()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for directory in (
+            "/bin",
+            "/usr",
+            "/usr/bin",
+            "/usr/local",
+            "/usr/local/lib",
+            "/usr/local/lib/fake",
+            "/etc",
+            "/var",
+            "/var/log",
+            "/var/lib",
+            "/var/lib/kubelet",
+            "/var/run",
+            "/run",
+            "/tmp",
+            "/kind",
+        ):
+            _add(tar, directory, mode=0o1777 if directory == "/tmp" else 0o755)
+        _add(tar, "/bin/busybox", BUSYBOX.read_bytes())
+        for applet in applets:
+            if applet != "busybox":
+                _add(tar, f"/bin/{applet}", link="busybox")
+        for target, name in SCRIPTS.items():
+            _add(tar, target, (FAKE_NODE_DIR / name).read_bytes())
+        _add(tar, "/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n", 0o644)
+        _add(tar, "/kind/version", b"v0.0.0-fake-node\n", 0o644)
+    return buffer.getvalue()
+
+
+def _engine_or_skip() -> Iterator[Docker]:
+    if shutil.which("docker") is None:
+        pytest.skip("docker CLI not installed (device-conformance setup --provider kind installs docker.io)")
+    default = Docker()
+    if default.answers() is None:
+        yield default
+        return
+    if shutil.which("dockerd") is None:
+        pytest.skip("no Docker engine answers and dockerd is not installed (setup --provider kind)")
+    if os.geteuid() != 0:
+        pytest.skip("no Docker engine answers and starting a private dockerd needs root")
+    from device_conformance.providers.kind.dockerd import PrivateDockerd
+
+    engine = PrivateDockerd.start()
+    try:
+        yield engine.docker
+    finally:
+        engine.stop()
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[Docker]:
+    yield from _engine_or_skip()
+
+
+@pytest.fixture(scope="session")
+def fake_node_image(docker_engine: Docker) -> str:
+    docker_engine.run(["import", "-", FAKE_NODE_IMAGE], stdin=fake_node_rootfs())
+    return FAKE_NODE_IMAGE
+
+
+def run_fake_node(docker: Docker, image: str, name: str, mounts: dict[str, Path], labels: dict[str, str]) -> None:
+    argv = ["run", "-d", "--init", "--network", "none", "--tmpfs", "/run", "--name", name, "--hostname", name]
+    for node_dir, host_dir in mounts.items():
+        argv += ["--volume", f"{host_dir}:{node_dir}"]
+    for key, value in labels.items():
+        argv += ["--label", f"{key}={value}"]
+    docker.run([*argv, image, "/usr/local/lib/fake/supervisor"])
+
+
+@pytest.fixture
+def fake_node(docker_engine: Docker, fake_node_image: str) -> Iterator[DockerNode]:
+    """A running fake node container with per-node host directories bound like kind's extraMounts."""
+    # Short host root: sockets in these directories must stay under 107 bytes.
+    root = Path(tempfile.mkdtemp(prefix="dck-", dir="/tmp"))
+    mounts = {node_dir: root / Path(node_dir).name for node_dir in MOUNTED}
+    for host_dir in mounts.values():
+        host_dir.mkdir()
+    name = f"dc-fake-node-{uuid.uuid4().hex[:6]}"
+    run_fake_node(docker_engine, fake_node_image, name, mounts, {})
+    node = DockerNode(docker_engine, name, mounts, "1.37.1")
+    try:
+        node.wait_kubelet_healthy(timeout=30)
+        yield node
+    finally:
+        docker_engine.run(["rm", "-f", "-v", name], check=False)
+        shutil.rmtree(root, ignore_errors=True)
