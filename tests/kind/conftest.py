@@ -70,12 +70,12 @@ def fake_node_rootfs() -> bytes:
             "/var/log",
             "/var/lib",
             "/var/lib/kubelet",
-            "/var/run",
             "/run",
             "/tmp",
             "/kind",
         ):
             _add(tar, directory, mode=0o1777 if directory == "/tmp" else 0o755)
+        _add(tar, "/var/run", link="/run")  # as on Debian (kind's nodes): /var/run/cdi lands on the /run tmpfs
         _add(tar, "/bin/busybox", BUSYBOX.read_bytes())
         for applet in applets:
             if applet != "busybox":
