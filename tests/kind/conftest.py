@@ -114,7 +114,8 @@ def docker_engine() -> Iterator[Docker]:
 
 @pytest.fixture(scope="session")
 def fake_node_image(docker_engine: Docker) -> str:
-    docker_engine.run(["import", "-", FAKE_NODE_IMAGE], stdin=fake_node_rootfs())
+    entrypoint = 'ENTRYPOINT ["/usr/local/lib/fake/supervisor"]'  # what `kind create` runs
+    docker_engine.run(["import", "--change", entrypoint, "-", FAKE_NODE_IMAGE], stdin=fake_node_rootfs())
     return FAKE_NODE_IMAGE
 
 
@@ -124,7 +125,13 @@ def run_fake_node(docker: Docker, image: str, name: str, mounts: dict[str, Path]
         argv += ["--volume", f"{host_dir}:{node_dir}"]
     for key, value in labels.items():
         argv += ["--label", f"{key}={value}"]
-    docker.run([*argv, image, "/usr/local/lib/fake/supervisor"])
+    docker.run([*argv, image])
+
+
+@pytest.fixture
+def start_fake_node(docker_engine: Docker, fake_node_image: str):
+    """start_fake_node(name, mounts, labels): a fake node container (removed by the caller)."""
+    return lambda name, mounts, labels: run_fake_node(docker_engine, fake_node_image, name, mounts, labels)
 
 
 @pytest.fixture

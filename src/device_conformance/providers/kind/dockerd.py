@@ -94,6 +94,8 @@ class PrivateDockerd:
             ids = self.docker.text(["ps", "-aq"], check=False, timeout=60).split()
             if ids:
                 self.docker.run(["rm", "-f", "-v", *ids], check=False, timeout=120)
+            # User networks (kind's) are Linux bridges on the host: remove them with the engine.
+            self.docker.run(["network", "prune", "-f"], check=False, timeout=120)
             terminate(self.process.pid, grace=30, sig=signal.SIGTERM)
             self.process.wait(timeout=10)
         # dockerd's own containerd is its child; make sure nothing of ours outlives it.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from device_conformance.dockercli import Docker
@@ -55,8 +56,18 @@ def node_image_problem(docker: Docker, image: str) -> BadInput | None:
     )
 
 
-def preflight(docker: Docker, version: KubeVersion, image: str, *, need_image: bool = True) -> Path:
-    """Return the kind binary, or raise one BadInput listing every problem found."""
+def preflight(
+    docker: Docker,
+    version: KubeVersion,
+    image: str,
+    *,
+    need_image: bool = True,
+    clusters: int = 1,
+    log: Callable[[str], None] = print,
+) -> Path:
+    """Return the kind binary, or raise one BadInput listing every problem found.
+
+    Low inotify limits are fatal only when several clusters will run at once (one usually copes)."""
     problems: list[BadInput] = []
     kind: Path | None = None
     try:
@@ -69,7 +80,10 @@ def preflight(docker: Docker, version: KubeVersion, image: str, *, need_image: b
     elif need_image and (missing := node_image_problem(docker, image)) is not None:
         problems.append(missing)
     if (limits := inotify_problem()) is not None:
-        problems.append(limits)
+        if clusters > 1:
+            problems.append(limits)
+        else:
+            log(f"warning: {limits}")
     if len(problems) == 1:
         raise problems[0]
     if problems:

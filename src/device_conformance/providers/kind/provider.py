@@ -62,7 +62,9 @@ class KindProvider:
     # -- bring-up ----------------------------------------------------------------------------
     def up(self) -> ClusterHandle:
         name = parallel.check_name(self.requested_name or parallel.cluster_name())
-        kind = preflight(self.docker, self.version, self.image, need_image=False)
+        # One cluster per xdist worker: that many are created on this host at once.
+        clusters = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        kind = preflight(self.docker, self.version, self.image, need_image=False, clusters=clusters, log=self.log)
         self.cli = KindCLI(kind, self.docker)
         self.clean_orphans()
         if self.cli.exists(name):
@@ -70,7 +72,8 @@ class KindProvider:
                 raise ConformanceError(f"a kind cluster named {name} exists already (a name collision; run again)")
             kubeconfig = self._reuse(name)
         else:
-            preflight(self.docker, self.version, self.image)  # now the node image must be there
+            # Now the node image must be there.
+            preflight(self.docker, self.version, self.image, clusters=clusters, log=lambda _: None)
             kubeconfig = self._create(name)
         self.cluster = name
         for image in build_images(cache_root() / "images"):
