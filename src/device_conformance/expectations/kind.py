@@ -17,6 +17,10 @@ PINNED_NODE_IMAGES = {
     "1.37.0": "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5",
 }
 
+# Node images published with kind v0.33.0 (its release notes; peers.md §3). Tags for other patch
+# releases may not exist: `kind build node-image` makes one where a registry and sources are reachable.
+PUBLISHED_WITH_KIND = {"v0.33.0": ("1.37.0", "1.36.4", "1.35.8", "1.34.11")}
+
 
 def minimum_kind(version: KubeVersion) -> tuple[int, int, int]:
     """The oldest kind release that can create (and `kind load` into) clusters of `version`."""

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from device_conformance.dockercli import Docker
 from device_conformance.errors import BadInput
+from device_conformance.expectations.kind import KIND_INSTALL_VERSION, PUBLISHED_WITH_KIND
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind.tools import require_kind
 
@@ -49,10 +50,12 @@ def inotify_problem(proc_dir: Path = INOTIFY_DIR) -> BadInput | None:
 def node_image_problem(docker: Docker, image: str) -> BadInput | None:
     if docker.image_present(image):
         return None
+    published = ", ".join(PUBLISHED_WITH_KIND[KIND_INSTALL_VERSION])
     return BadInput(
         f"the kind node image {image} is not in the local Docker engine",
         f"`docker pull {image}` where a registry is reachable (or `docker load -i node-image.tar`), "
-        "or pass another image with --kind-image / KIND_NODE_IMAGE",
+        f"or pass another image with --kind-image / KIND_NODE_IMAGE (kind {KIND_INSTALL_VERSION} publishes "
+        f"kindest/node for {published}: pick K8S_VERSION accordingly)",
     )
 
 
