@@ -88,9 +88,9 @@ def fake_node_rootfs() -> bytes:
 
 
 def _engine_or_skip() -> Iterator[Docker]:
-    if shutil.which("docker") is None:
-        pytest.skip("docker CLI not installed (device-conformance setup --provider kind installs docker.io)")
     default = Docker()
+    if shutil.which(default.binary) is None:
+        pytest.skip(f"docker CLI ({default.binary}) not installed (`device-conformance setup --provider kind`)")
     if default.answers() is None:
         yield default
         return
