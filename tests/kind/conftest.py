@@ -143,10 +143,112 @@ def fake_node(docker_engine: Docker, fake_node_image: str) -> Iterator[DockerNod
     for host_dir in mounts.values():
         host_dir.mkdir()
     name = f"dc-fake-node-{uuid.uuid4().hex[:6]}"
-    run_fake_node(docker_engine, fake_node_image, name, mounts, {})
     node = DockerNode(docker_engine, name, mounts, "1.37.1")
     try:
+        run_fake_node(docker_engine, fake_node_image, name, mounts, {})
         node.wait_kubelet_healthy(timeout=30)
+        yield node
+    finally:
+        docker_engine.run(["rm", "-f", "-v", name], check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# -- a node with the real systemd and journald -------------------------------------------------
+# kind's nodes run the kubelet as a systemd unit. This host has Debian's systemd 252 installed (not as
+# PID 1), so a container whose /usr is the host's /usr (read-only) boots the real systemd, with a
+# kubelet.service like kind's (Restart=always, RestartSec=1s, KillMode=process) around a stand-in
+# kubelet. DockerNode's systemctl/journalctl/kill/file calls then meet the real tools.
+SYSTEMD = Path("/usr/lib/systemd/systemd")
+SYSTEMD_NODE_IMAGE = "device-conformance.local/systemd-node:test"
+KUBELET_UNIT = b"""[Unit]
+Description=stand-in kubelet (unit settings as kind's kubelet.service)
+[Service]
+ExecStart=/opt/kubelet
+Restart=always
+StartLimitInterval=0
+RestartSec=1s
+KillMode=process
+[Install]
+WantedBy=multi-user.target
+"""
+STAND_IN_KUBELET = b"""#!/bin/sh
+echo "stand-in kubelet started pid $$"
+mkdir -p /run/www && echo ok > /run/www/healthz
+exec busybox httpd -f -p 127.0.0.1:10248 -h /run/www
+"""
+
+
+def systemd_node_rootfs() -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for directory in (
+            "/usr",
+            "/etc",
+            "/etc/systemd",
+            "/etc/systemd/system",
+            "/var",
+            "/var/lib",
+            "/var/lib/kubelet",
+            "/var/log",
+            "/var/tmp",
+            "/run",
+            "/tmp",
+            "/root",
+            "/kind",
+            "/opt",
+            "/etc/systemd/system/multi-user.target.wants",
+        ):
+            _add(tar, directory, mode=0o1777 if directory in ("/tmp", "/var/tmp") else 0o755)
+        for link, target in (
+            ("/bin", "usr/bin"),
+            ("/lib", "usr/lib"),
+            ("/lib64", "usr/lib64"),
+            ("/sbin", "usr/sbin"),
+            ("/var/run", "/run"),
+        ):
+            _add(tar, link, link=target)
+        _add(tar, "/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n", 0o644)
+        _add(tar, "/etc/group", b"root:x:0:\nsystemd-journal:x:999:\n", 0o644)
+        _add(tar, "/etc/machine-id", b"", 0o444)
+        _add(tar, "/kind/version", b"v1.37.1\n", 0o644)
+        _add(tar, "/opt/kubelet", STAND_IN_KUBELET)  # not under /usr: that is the host's, read-only
+        _add(tar, "/etc/systemd/system/kubelet.service", KUBELET_UNIT, 0o644)
+        _add(
+            tar,
+            "/etc/systemd/system/multi-user.target.wants/kubelet.service",
+            link="/etc/systemd/system/kubelet.service",
+        )
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="session")
+def systemd_node_image(docker_engine: Docker) -> str:
+    missing = [str(p) for p in (SYSTEMD, Path("/usr/bin/busybox"), Path("/usr/bin/curl")) if not p.exists()]
+    if missing or not Path("/bin").is_symlink():
+        pytest.skip(f"a systemd node needs a merged-/usr host with {', '.join(missing) or 'merged /usr'}")
+    docker_engine.run(["import", "-", SYSTEMD_NODE_IMAGE], stdin=systemd_node_rootfs())
+    return SYSTEMD_NODE_IMAGE
+
+
+@pytest.fixture
+def systemd_node(docker_engine: Docker, systemd_node_image: str) -> Iterator[DockerNode]:
+    root = Path(tempfile.mkdtemp(prefix="dck-", dir="/tmp"))
+    mounts = {node_dir: root / Path(node_dir).name for node_dir in MOUNTED}
+    for host_dir in mounts.values():
+        host_dir.mkdir()
+    name = f"dc-systemd-node-{uuid.uuid4().hex[:6]}"
+    argv = [
+        "run", "-d", "--name", name, "--hostname", name, "--network", "none",
+        "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", "--volume", "/usr:/usr:ro",
+        "--volume", "/sys/fs/cgroup:/sys/fs/cgroup:ro", "--cap-add", "SYS_ADMIN", "--env", "container=docker",
+        "--stop-signal", "SIGRTMIN+3",
+    ]  # fmt: skip
+    for node_dir, host_dir in mounts.items():
+        argv += ["--volume", f"{host_dir}:{node_dir}"]
+    node = DockerNode(docker_engine, name, mounts, "1.37.1")
+    try:
+        docker_engine.run([*argv, systemd_node_image, "/usr/lib/systemd/systemd"])
+        node.wait_kubelet_healthy(timeout=60)
         yield node
     finally:
         docker_engine.run(["rm", "-f", "-v", name], check=False)
