@@ -22,7 +22,7 @@ test: venv
 	$(BIN)/ruff check .
 	$(BIN)/pytest tests -q $(TEST_ARGS)
 
-# The same without the tests that start Docker containers or run kind (about 35 s of `make test`).
+# The same without the tests that start Docker containers or run kind (about 50 s of `make test`).
 test-fast: venv
 	$(BIN)/ruff check .
 	$(BIN)/pytest tests -q -m "not docker and not kind" $(TEST_ARGS)
