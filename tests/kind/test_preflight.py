@@ -76,3 +76,16 @@ def test_absent_node_image_names_pull_and_published_versions(docker_engine):
 def test_provider_names_a_bad_cluster_name():
     with pytest.raises(BadInput, match="not a usable kind cluster name"):
         KindProvider(KubeVersion.parse("1.37.1"), cluster_name="Bad_Name", log=lambda _: None).up()
+
+
+def test_kind_is_checked_against_the_node_image_version(tmp_path, monkeypatch):
+    from device_conformance.expectations.kind import image_version
+
+    assert str(image_version("kindest/node:v1.36.4@sha256:099e")) == "1.36.4"
+    assert image_version("my/node:latest") is None
+    old = tmp_path / "kind"
+    old.write_text("#!/bin/sh\necho 'kind v0.31.0 go1.25.5 linux/amd64'\n")
+    old.chmod(0o755)
+    monkeypatch.setenv("KIND", str(old))
+    with pytest.raises(BadInput, match=r"too old for Kubernetes 1\.37\.0"):
+        preflight.preflight(Docker(binary="no-such-docker-cli"), KubeVersion.parse("1.35.8"), "kindest/node:v1.37.0")

@@ -5,6 +5,8 @@ Data only; each entry names its upstream source (see ../shared/reference/peers.m
 
 from __future__ import annotations
 
+import re
+
 from device_conformance.expectations.versions import KubeVersion
 
 # The newest kind on the Go module proxy when this was written (checked: v0.33.0, 2026-08-27).
@@ -31,6 +33,12 @@ def minimum_kind(version: KubeVersion) -> tuple[int, int, int]:
     if version.at_least(35):
         return (0, 31, 0)  # first release with 1.35 node images (v0.31.0, 2025-12-17)
     return (0, 30, 0)
+
+
+def image_version(image: str) -> KubeVersion | None:
+    """The Kubernetes version in a kindest/node-style tag (`...:v1.37.0[@sha256:...]`), if there is one."""
+    match = re.search(r":v(\d+\.\d+\.\d+)(?:@|$)", image)
+    return KubeVersion.parse(match.group(1)) if match else None
 
 
 def default_node_image(version: KubeVersion) -> str:

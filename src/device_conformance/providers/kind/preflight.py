@@ -7,7 +7,7 @@ from pathlib import Path
 
 from device_conformance.dockercli import Docker
 from device_conformance.errors import BadInput
-from device_conformance.expectations.kind import KIND_INSTALL_VERSION, PUBLISHED_WITH_KIND
+from device_conformance.expectations.kind import KIND_INSTALL_VERSION, PUBLISHED_WITH_KIND, image_version
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind.tools import require_kind
 
@@ -74,7 +74,8 @@ def preflight(
     problems: list[BadInput] = []
     kind: Path | None = None
     try:
-        kind = require_kind(version)
+        # kind must suit the node image, which may be another version than --k8s-version says.
+        kind = require_kind(image_version(image) or version)
     except BadInput as exc:
         problems.append(exc)
     engine = docker_problem(docker)
