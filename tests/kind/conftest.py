@@ -35,6 +35,8 @@ SCRIPTS = {
     "/usr/bin/journalctl": "journalctl",
     "/usr/bin/crictl": "crictl",
     "/usr/bin/curl": "curl",
+    "/usr/bin/containerd": "containerd",
+    "/usr/bin/ctr": "ctr",
 }
 # Node directories bound from the host, as the kind provider mounts them.
 MOUNTED = ("/var/lib/kubelet/device-plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi")
@@ -84,6 +86,8 @@ def fake_node_rootfs() -> bytes:
             _add(tar, target, (FAKE_NODE_DIR / name).read_bytes())
         _add(tar, "/etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n", 0o644)
         _add(tar, "/kind/version", b"v0.0.0-fake-node\n", 0o644)
+        _add(tar, "/etc/kubernetes")
+        _add(tar, "/etc/kubernetes/admin.conf", (FAKE_NODE_DIR / "admin.conf").read_bytes(), 0o600)
     return buffer.getvalue()
 
 

@@ -10,9 +10,12 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 
+from device_conformance.binaries import cache_root
 from device_conformance.errors import ConformanceError
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.images.build import PAUSE_IMAGE, WORKLOAD_IMAGE, build_images
 from device_conformance.providers.kind.cli import KindCLI
 from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout
 from device_conformance.providers.kind.provider import KindProvider
@@ -48,7 +51,8 @@ def fake_cluster(kind_cli, start_fake_node, kind_state):
     mounts = layout.node_mounts(0)
     for host_dir in mounts.values():
         host_dir.mkdir(parents=True)
-    labels = {CLUSTER_LABEL: name, ROLE_LABEL: "control-plane"}
+    # kind takes the API endpoint from this label when present (Docker Desktop's), so no port is needed.
+    labels = {CLUSTER_LABEL: name, ROLE_LABEL: "control-plane", "desktop.docker.io/ports/6443/tcp": "127.0.0.1:6443"}
     start_fake_node(f"{name}-control-plane", mounts, labels)
     yield name, layout
     kind_cli.docker.run(["rm", "-f", "-v", f"{name}-control-plane"], check=False)
@@ -157,3 +161,27 @@ def test_kind_version_is_checked_against_the_node_version(tmp_path, monkeypatch)
     monkeypatch.setenv("KIND", str(Path("/nonexistent/kind")))
     with pytest.raises(BadInput, match="kind is not installed"):
         require_kind(KubeVersion.parse("1.37.1"))
+
+
+def test_reusing_a_cluster_by_name_exports_its_kubeconfig_loads_images_and_never_deletes_it(kind_cli, fake_cluster):
+    name, _ = fake_cluster
+    probe = kind_cli.docker.run(["exec", "--privileged", f"{name}-control-plane", "true"], check=False)
+    if probe.returncode != 0:
+        # kind runs every command in a node as `docker exec --privileged`.
+        error = (probe.stdout + probe.stderr).decode().strip()[-100:]
+        pytest.skip(f"`docker exec --privileged` (how kind runs node commands) fails on this host: {error}")
+    provider = KindProvider(KubeVersion.parse("1.37.1"), cluster_name=name, docker=kind_cli.docker, log=lambda _: None)
+    provider.cli = kind_cli
+    kubeconfig = provider._reuse(name)
+    exported = yaml.safe_load(kubeconfig.read_text())
+    assert exported["current-context"] == f"kind-{name}"
+    assert exported["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
+    # `kind load image-archive` streams our OCI tarballs into the node's `ctr images import`.
+    for image in build_images(cache_root() / "images"):
+        kind_cli.load_image_archive(name, image.tarball)
+    imported = kind_cli.docker.text(["exec", f"{name}-control-plane", "cat", "/var/lib/fake-ctr/imported.json"])
+    assert WORKLOAD_IMAGE in imported and PAUSE_IMAGE in imported
+    assert provider.keep().endswith("(reused, not ours)")
+    provider.down()
+    assert not kubeconfig.exists()
+    assert name in kind_cli.clusters()
