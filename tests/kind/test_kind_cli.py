@@ -172,7 +172,11 @@ def test_reusing_a_cluster_by_name_exports_its_kubeconfig_loads_images_and_never
         pytest.skip(f"`docker exec --privileged` (how kind runs node commands) fails on this host: {error}")
     provider = KindProvider(KubeVersion.parse("1.37.1"), cluster_name=name, docker=kind_cli.docker, log=lambda _: None)
     provider.cli = kind_cli
-    kubeconfig = provider._reuse(name)
+    try:
+        kubeconfig = provider._reuse(name)
+    except BaseException:
+        provider.down()
+        raise
     exported = yaml.safe_load(kubeconfig.read_text())
     assert exported["current-context"] == f"kind-{name}"
     assert exported["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"

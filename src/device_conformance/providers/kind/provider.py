@@ -99,7 +99,12 @@ class KindProvider:
         self.log(f"reusing the existing kind cluster {name} (not created by this run, so never deleted by it)")
         self.kubeconfig_dir = Path(tempfile.mkdtemp(prefix=f"dc-kind-{name}-"))
         kubeconfig = self.kubeconfig_dir / "kubeconfig"
-        self.cli.export_kubeconfig(name, kubeconfig)
+        try:
+            self.cli.export_kubeconfig(name, kubeconfig)
+        except BaseException:
+            shutil.rmtree(self.kubeconfig_dir, ignore_errors=True)
+            self.kubeconfig_dir = None
+            raise
         return kubeconfig
 
     def _create(self, name: str) -> Path:
