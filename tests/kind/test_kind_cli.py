@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import uuid
-from pathlib import Path
 
 import pytest
 import yaml
@@ -22,7 +21,7 @@ from device_conformance.providers.kind.provider import KindProvider
 from device_conformance.providers.kind.state import KindState
 from device_conformance.providers.kind.tools import find_kind
 
-pytestmark = pytest.mark.kind
+pytestmark = [pytest.mark.kind, pytest.mark.docker]
 
 CLUSTER_LABEL = "io.x-k8s.kind.cluster"
 ROLE_LABEL = "io.x-k8s.kind.role"
@@ -36,7 +35,7 @@ def kind_state(tmp_path, monkeypatch):
 
 
 @pytest.fixture
-def kind_cli(docker_engine):  # docker_engine: these tests are also marked docker (see conftest)
+def kind_cli(docker_engine):
     kind = find_kind()
     if kind is None:
         pytest.skip("kind is not installed (device-conformance setup --provider kind: go install sigs.k8s.io/kind)")
@@ -145,22 +144,6 @@ def test_failed_create_exports_node_logs_and_deletes_what_it_created(
     assert str(KindLayout.for_cluster(name).node_mounts(0)["/var/lib/kubelet/device-plugins"]) in inspect
     assert name not in kind_cli.clusters()
     assert not KindLayout.for_cluster(name).root.exists()
-
-
-def test_kind_version_is_checked_against_the_node_version(tmp_path, monkeypatch):
-    old = tmp_path / "kind"
-    old.write_text("#!/bin/sh\necho 'kind v0.31.0 go1.25.5 linux/amd64'\n")
-    old.chmod(0o755)
-    monkeypatch.setenv("KIND", str(old))
-    from device_conformance.errors import BadInput
-    from device_conformance.providers.kind.tools import require_kind
-
-    with pytest.raises(BadInput, match=r"kind v0\.31\.0, too old for Kubernetes 1\.37\.1 .*needs kind >= v0\.32\.0"):
-        require_kind(KubeVersion.parse("1.37.1"))
-    assert require_kind(KubeVersion.parse("1.35.8")) == old
-    monkeypatch.setenv("KIND", str(Path("/nonexistent/kind")))
-    with pytest.raises(BadInput, match="kind is not installed"):
-        require_kind(KubeVersion.parse("1.37.1"))
 
 
 def test_reusing_a_cluster_by_name_exports_its_kubeconfig_loads_images_and_never_deletes_it(kind_cli, fake_cluster):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -89,3 +90,18 @@ def test_kind_is_checked_against_the_node_image_version(tmp_path, monkeypatch):
     monkeypatch.setenv("KIND", str(old))
     with pytest.raises(BadInput, match=r"too old for Kubernetes 1\.37\.0"):
         preflight.preflight(Docker(binary="no-such-docker-cli"), KubeVersion.parse("1.35.8"), "kindest/node:v1.37.0")
+
+
+def test_kind_version_is_checked_against_the_node_version(tmp_path, monkeypatch):
+    old = tmp_path / "kind"
+    old.write_text("#!/bin/sh\necho 'kind v0.31.0 go1.25.5 linux/amd64'\n")
+    old.chmod(0o755)
+    monkeypatch.setenv("KIND", str(old))
+    from device_conformance.providers.kind.tools import require_kind
+
+    with pytest.raises(BadInput, match=r"kind v0\.31\.0, too old for Kubernetes 1\.37\.1 .*needs kind >= v0\.32\.0"):
+        require_kind(KubeVersion.parse("1.37.1"))
+    assert require_kind(KubeVersion.parse("1.35.8")) == old
+    monkeypatch.setenv("KIND", str(Path("/nonexistent/kind")))
+    with pytest.raises(BadInput, match="kind is not installed"):
+        require_kind(KubeVersion.parse("1.37.1"))
