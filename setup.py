@@ -3,6 +3,10 @@
 from setuptools import find_packages, setup
 
 setup(
-    packages=[*find_packages("src"), "device_conformance.fixtures"],
-    package_dir={"": "src", "device_conformance.fixtures": "fixtures"},
+    packages=[*find_packages("src"), "device_conformance.fixtures", "device_conformance.kind_configs"],
+    package_dir={
+        "": "src",
+        "device_conformance.fixtures": "fixtures",
+        "device_conformance.kind_configs": "kind-configs",  # kind cluster templates (YAML)
+    },
 )

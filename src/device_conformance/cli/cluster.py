@@ -19,6 +19,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _version_option(setup)
     setup.add_argument("--no-packages", action="store_true", help="do not apt-get install missing packages")
+    setup.add_argument(
+        "--provider",
+        default=os.environ.get("PROVIDER") or "local",
+        help="what to set up for: local (packages, Kubernetes binaries, images) or kind (Docker engine, kind, "
+        "images); env PROVIDER",
+    )
     setup.set_defaults(func=_setup)
 
     cluster = subparsers.add_parser("cluster", help="local clusters: up, down, list, cleanup")
@@ -43,6 +49,12 @@ def _version_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _setup(args: argparse.Namespace) -> int:
+    if args.provider == "kind":
+        from device_conformance.providers.kind.setup import setup_kind
+
+        return setup_kind(KubeVersion.parse(args.k8s_version), install_packages=not args.no_packages)
+    if args.provider not in ("local", "auto", ""):
+        raise BadInput(f"setup knows the local and kind providers, not {args.provider!r}", "use --provider local|kind")
     from device_conformance.providers.local import host
 
     version = KubeVersion.parse(args.k8s_version)

@@ -12,6 +12,7 @@ from device_conformance.errors import ConformanceError
 VERB_MODULES = [
     "device_conformance.cli.cluster",
     "device_conformance.cli.checkpoint",
+    "device_conformance.cli.kind",
 ]
 
 

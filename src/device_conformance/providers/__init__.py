@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from device_conformance.errors import BadInput
@@ -20,8 +20,16 @@ def default_provider(kubeconfig: Path | None) -> str:
 
 
 def make_provider(
-    name: str, version: KubeVersion, *, kubeconfig: Path | None, bin_dir: Path | None, log: Callable[[str], None]
+    name: str,
+    version: KubeVersion,
+    *,
+    kubeconfig: Path | None,
+    bin_dir: Path | None,
+    log: Callable[[str], None],
+    kind: Mapping[str, str | None] | None = None,
+    artifacts: Path | None = None,
 ) -> Provider:
+    """`kind`: cluster (reuse by name), image, profile for --provider kind."""
     if name in ("", "auto"):
         name = default_provider(kubeconfig)
     if name == "local":
@@ -33,8 +41,15 @@ def make_provider(
 
         return ExistingProvider(kubeconfig or Path(os.environ.get("KUBECONFIG", "")), str(version))
     if name == "kind":
-        raise BadInput(
-            "the kind provider is not available in this version of the suite",
-            "use --provider local (the default here) or --provider existing --kubeconfig PATH",
+        from device_conformance.providers.kind.provider import KindProvider
+
+        options = kind or {}
+        return KindProvider(
+            version,
+            cluster_name=options.get("cluster"),
+            image=options.get("image"),
+            profile=options.get("profile"),
+            artifacts=artifacts,
+            log=log,
         )
     raise BadInput(f"unknown provider {name!r}", f"choose one of: {', '.join(PROVIDERS)} (or auto)")

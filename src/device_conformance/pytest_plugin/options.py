@@ -43,3 +43,18 @@ def add_options(parser: pytest.Parser) -> None:
         default=os.environ.get("KEEP_CLUSTER", "") not in ("", "0"),
         help="leave the cluster running after the session and print its kubeconfig",
     )
+    group.addoption(
+        "--kind-cluster",
+        default=os.environ.get("KIND_CLUSTER"),
+        help="--provider kind: reuse this existing kind cluster (never deleted); default: create one per worker",
+    )
+    group.addoption(
+        "--kind-image",
+        default=os.environ.get("KIND_NODE_IMAGE"),
+        help="--provider kind: node image (env KIND_NODE_IMAGE; default kindest/node:v<k8s-version>)",
+    )
+    group.addoption(
+        "--kind-profile",
+        default=os.environ.get("KIND_PROFILE"),
+        help="--provider kind: a config from kind-configs/ (env KIND_PROFILE; default single-node)",
+    )

@@ -69,3 +69,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
             report.sections.append((title, text))
             target.mkdir(parents=True, exist_ok=True)
             (target / (re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] + ".txt")).write_text(text)
+        handle = getattr(item, "funcargs", {}).get("cluster")
+        if handle is not None:
+            # The provider's own collection (kind: `kind export logs`; local: the components' logs).
+            problem = _safe(lambda: handle.collect_logs(target / "cluster-logs") or "")
+            if problem:
+                report.sections.append(("cluster logs", problem))

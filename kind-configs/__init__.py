@@ -1,0 +1,1 @@
+"""kind cluster configurations (YAML data), shipped as device_conformance.kind_configs."""

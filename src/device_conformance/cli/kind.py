@@ -1,0 +1,104 @@
+"""`device-conformance kind render|list|delete|cleanup`: the kind provider's clusters outside pytest."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TYPE_CHECKING
+
+import yaml
+
+from device_conformance.errors import BadInput
+from device_conformance.expectations.kind import default_node_image
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
+
+if TYPE_CHECKING:
+    from device_conformance.providers.kind.cli import KindCLI
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    kind = subparsers.add_parser("kind", help="kind clusters of this suite: render a config, list, delete, cleanup")
+    verbs = kind.add_subparsers(dest="kind_verb", required=True)
+    render = verbs.add_parser("render", help="print the kind config the suite would use (per-node host dirs made)")
+    render.add_argument("--k8s-version", default=os.environ.get("K8S_VERSION") or DEFAULT_K8S_VERSION)
+    render.add_argument("--name", default="dc-manual", help="cluster name (default dc-manual)")
+    render.add_argument("--profile", default=os.environ.get("KIND_PROFILE") or "single-node")
+    render.add_argument("--image", default=os.environ.get("KIND_NODE_IMAGE"))
+    render.set_defaults(func=_render)
+    verbs.add_parser("list", help="clusters this suite created on this host").set_defaults(func=_list)
+    delete = verbs.add_parser("delete", help="delete clusters this suite created (never others)")
+    delete.add_argument("names", nargs="+")
+    delete.set_defaults(func=_delete)
+    verbs.add_parser("cleanup", help="delete clusters left by crashed runs").set_defaults(func=_cleanup)
+
+
+def _render(args: argparse.Namespace) -> int:
+    from device_conformance.providers.kind import config
+    from device_conformance.providers.kind.layout import KindLayout
+
+    version = KubeVersion.parse(args.k8s_version)
+    layout = KindLayout.for_cluster(args.name)
+    rendered = config.render(version, layout, args.image or default_node_image(version), args.profile)
+    for index in range(len(rendered["nodes"])):
+        for host_dir in layout.node_mounts(index).values():
+            host_dir.mkdir(parents=True, exist_ok=True)
+    sys.stdout.write(yaml.safe_dump(rendered, sort_keys=False))
+    print(f"# kind create cluster --config FILE, then: pytest suites --provider kind --kind-cluster {args.name}")
+    return 0
+
+
+def _cli() -> KindCLI:
+    from device_conformance.dockercli import Docker
+    from device_conformance.providers.kind.cli import KindCLI
+    from device_conformance.providers.kind.tools import find_kind
+
+    kind = find_kind()
+    if kind is None:
+        raise BadInput("kind is not installed", "device-conformance setup --provider kind")
+    return KindCLI(kind, Docker())
+
+
+def _list(_: argparse.Namespace) -> int:
+    from device_conformance.providers.kind.state import KindState, all_layouts
+
+    for layout in all_layouts():
+        try:
+            state = KindState.load(layout)
+        except (OSError, ValueError, TypeError):
+            print(f"{layout.cluster}  (no readable state)")
+            continue
+        status = "kept" if state.kept else ("left by a crash" if state.orphaned() else "in use")
+        print(f"{layout.cluster}  v{state.k8s_version}  {state.profile}  {status}  KUBECONFIG={layout.kubeconfig}")
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from device_conformance.providers.kind.layout import KindLayout
+    from device_conformance.providers.kind.provider import delete_created_cluster
+    from device_conformance.providers.kind.state import KindState
+
+    cli = _cli()
+    for name in args.names:
+        layout = KindLayout.for_cluster(name)
+        try:
+            created = KindState.load(layout).created
+        except (OSError, ValueError, TypeError):
+            created = False
+        if not created:
+            raise BadInput(
+                f"kind cluster {name} was not created by this suite (no state in {layout.root})",
+                f"delete it yourself if you mean to: kind delete cluster --name {name}",
+            )
+        delete_created_cluster(cli, layout, print)
+    return 0
+
+
+def _cleanup(_: argparse.Namespace) -> int:
+    from device_conformance.providers.kind.provider import KindProvider
+
+    provider = KindProvider(KubeVersion.parse(DEFAULT_K8S_VERSION))
+    provider.cli = _cli()
+    cleaned = provider.clean_orphans()
+    print(f"cleaned {len(cleaned)} kind cluster(s)")
+    return 0

@@ -1,0 +1,82 @@
+"""Render a kind cluster config: a template from kind-configs/ + the version's settings + per-node mounts.
+
+Feature gates, runtime-config and kubelet settings come from expectations.cluster.settings_for(), the
+data the local provider's flags come from; nothing version-dependent is written in the templates.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import yaml
+
+from device_conformance.errors import BadInput
+from device_conformance.expectations.cluster import ComponentSettings, settings_for
+from device_conformance.expectations.versions import KubeVersion
+from device_conformance.providers.kind.layout import KindLayout
+
+DEFAULT_PROFILE = "single-node"
+
+
+def profiles() -> list[str]:
+    files = resources.files("device_conformance.kind_configs").iterdir()
+    return sorted(f.name.removesuffix(".yaml") for f in files if f.name.endswith(".yaml") and f.name != "base.yaml")
+
+
+def _template(name: str) -> dict:
+    source = resources.files("device_conformance.kind_configs") / f"{name}.yaml"
+    if not source.is_file():
+        raise BadInput(f"no kind config profile {name!r}", f"choose one of: {', '.join(profiles())}")
+    return yaml.safe_load(source.read_text()) or {}
+
+
+def runtime_config(settings: ComponentSettings) -> dict[str, str]:
+    """kind's runtimeConfig map from our `group/version=true` list (the apiserver's --runtime-config)."""
+    pairs = (entry.split("=", 1) for entry in settings.runtime_config)
+    return {key: value for key, value in pairs}
+
+
+def kubelet_patch(settings: ComponentSettings) -> str | None:
+    """An unversioned KubeletConfiguration patch (kind applies it for v1beta3 and v1beta4 alike).
+
+    kubeadm takes the KubeletConfiguration of the first node for every node (kind#3849), so kubelet
+    settings are cluster-wide, which is what we want."""
+    if not settings.kubelet_config:
+        return None
+    return yaml.safe_dump({"kind": "KubeletConfiguration", **settings.kubelet_config}, sort_keys=True)
+
+
+def render(version: KubeVersion, layout: KindLayout, image: str, profile: str = DEFAULT_PROFILE) -> dict:
+    """The kind config (as data) for a cluster of `version` laid out under `layout`."""
+    config = _template("base")
+    nodes = _template(profile).get("nodes") or []
+    if not nodes:
+        raise BadInput(f"kind config profile {profile!r} has no nodes", "list at least a control-plane node")
+    settings = settings_for(version)
+    config["name"] = layout.cluster
+    if settings.feature_gates:
+        config["featureGates"] = dict(sorted(settings.feature_gates.items()))
+    if settings.runtime_config:
+        config["runtimeConfig"] = runtime_config(settings)
+    patch = kubelet_patch(settings)
+    if patch:
+        config["kubeadmConfigPatches"] = [*config.get("kubeadmConfigPatches", []), patch]
+    rendered_nodes = []
+    for index, node in enumerate(nodes):
+        mounts = [
+            {"hostPath": str(host), "containerPath": node_path} for node_path, host in layout.node_mounts(index).items()
+        ]
+        rendered_nodes.append({**node, "image": image, "extraMounts": [*node.get("extraMounts", []), *mounts]})
+    config["nodes"] = rendered_nodes
+    return config
+
+
+def write(config: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def node_roles(config: dict) -> list[str]:
+    return [node["role"] for node in config["nodes"]]

@@ -1,0 +1,201 @@
+"""The kind provider: one kind cluster per session (per xdist worker), or an existing one reused by name.
+
+We delete only clusters we created (state file `created: true`), never one we reused; --keep-cluster
+leaves ours running. Orphans of crashed runs are deleted at the next start.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from device_conformance.binaries import cache_root
+from device_conformance.dockercli import Docker
+from device_conformance.errors import CommandError, ConformanceError
+from device_conformance.expectations.kind import default_node_image
+from device_conformance.expectations.versions import KubeVersion
+from device_conformance.images.build import build_images
+from device_conformance.kube.client import Kube
+from device_conformance.node.docker import DockerNode
+from device_conformance.providers.base import ClusterHandle
+from device_conformance.providers.kind import config, parallel
+from device_conformance.providers.kind.cli import CREATE_WAIT, KindCLI
+from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout, kind_root
+from device_conformance.providers.kind.preflight import preflight
+from device_conformance.providers.kind.state import KindState, all_layouts, remove_host_dirs
+from device_conformance.wait.kube import for_node_ready
+
+Log = Callable[[str], None]
+
+
+class KindProvider:
+    name = "kind"
+
+    def __init__(
+        self,
+        version: KubeVersion,
+        *,
+        cluster_name: str | None = None,
+        image: str | None = None,
+        profile: str | None = None,
+        artifacts: Path | None = None,
+        docker: Docker | None = None,
+        log: Log = print,
+    ) -> None:
+        self.version = version
+        self.requested_name = cluster_name
+        self.image = image or default_node_image(version)
+        self.profile = profile or config.DEFAULT_PROFILE
+        self.artifacts = artifacts or Path("artifacts")
+        self.docker = docker or Docker()
+        self.log = log
+        self.cli: KindCLI | None = None
+        self.cluster: str | None = None
+        self.layout: KindLayout | None = None
+        self.created = False
+        self.kubeconfig_dir: Path | None = None
+
+    # -- bring-up ----------------------------------------------------------------------------
+    def up(self) -> ClusterHandle:
+        name = parallel.check_name(self.requested_name or parallel.cluster_name())
+        # One cluster per xdist worker: that many are created on this host at once.
+        clusters = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        kind = preflight(self.docker, self.version, self.image, need_image=False, clusters=clusters, log=self.log)
+        self.cli = KindCLI(kind, self.docker)
+        self.clean_orphans()
+        if self.cli.exists(name):
+            if self.requested_name is None:
+                raise ConformanceError(f"a kind cluster named {name} exists already (a name collision; run again)")
+            kubeconfig = self._reuse(name)
+        else:
+            # Now the node image must be there.
+            preflight(self.docker, self.version, self.image, clusters=clusters, log=lambda _: None)
+            kubeconfig = self._create(name)
+        self.cluster = name
+        for image in build_images(cache_root() / "images"):
+            self.cli.load_image_archive(name, image.tarball)
+        nodes = self._nodes(name)
+        kube = Kube.from_kubeconfig(kubeconfig)
+        try:
+            for node in nodes:
+                for_node_ready(kube, node.name)
+        finally:
+            kube.close()
+        return ClusterHandle(
+            name=name,
+            provider=self.name,
+            kubeconfig=kubeconfig,
+            k8s_version=nodes[0].kubelet_version if nodes else str(self.version),
+            nodes=list(nodes),
+            collect_logs=self.collect_logs,
+        )
+
+    def _reuse(self, name: str) -> Path:
+        assert self.cli is not None
+        self.log(f"reusing the existing kind cluster {name} (not created by this run, so never deleted by it)")
+        self.kubeconfig_dir = Path(tempfile.mkdtemp(prefix=f"dc-kind-{name}-"))
+        kubeconfig = self.kubeconfig_dir / "kubeconfig"
+        try:
+            self.cli.export_kubeconfig(name, kubeconfig)
+        except BaseException:
+            shutil.rmtree(self.kubeconfig_dir, ignore_errors=True)
+            self.kubeconfig_dir = None
+            raise
+        return kubeconfig
+
+    def _create(self, name: str) -> Path:
+        assert self.cli is not None
+        layout = KindLayout.for_cluster(name)
+        rendered = config.render(self.version, layout, self.image, self.profile)
+        for index in range(len(rendered["nodes"])):
+            for host_dir in layout.node_mounts(index).values():
+                host_dir.mkdir(parents=True, exist_ok=True)
+        config.write(rendered, layout.config_file)
+        # Recorded before `kind create`: a crash mid-create still leaves enough to clean up.
+        KindState(name, True, os.getpid(), str(self.version), self.image, self.profile).save(layout)
+        self.layout, self.created = layout, True
+        with parallel.creation_slot(kind_root() / ".locks", self.docker, self.log):
+            started = time.monotonic()
+            self.log(f"creating kind cluster {name} ({self.profile}, {self.image}); waiting <= {CREATE_WAIT}")
+            try:
+                self.cli.create(name, layout.config_file, layout.kubeconfig)
+            except CommandError as exc:
+                target = self.artifacts / f"kind-create-{name}"
+                self.cli.export_logs(name, target)
+                self.down()
+                raise ConformanceError(f"{exc}\nkind's node logs: {target}") from None
+        self.log(f"kind cluster {name} ready in {time.monotonic() - started:.0f}s")
+        return layout.kubeconfig
+
+    def _nodes(self, name: str) -> list[DockerNode]:
+        assert self.cli is not None
+        nodes = []
+        for container in self.cli.nodes(name):
+            mounts = {path: host for path, host in self.cli.node_mounts(container).items() if path in NODE_MOUNTS}
+            missing = sorted(set(NODE_MOUNTS) - set(mounts))
+            if missing:
+                self.log(
+                    f"node {container} has no host directory bound on {', '.join(missing)}: tests that run fake "
+                    "plugins there will fail; create the cluster with this suite (or its rendered config)"
+                )
+            version = self.docker.text(["exec", container, "cat", "/kind/version"], timeout=60).strip()
+            nodes.append(DockerNode(self.docker, container, mounts, version.removeprefix("v")))
+        # Nodes that run workloads first: the `node` fixture takes nodes[0], and with workers the
+        # control plane keeps its NoSchedule taint.
+        return sorted(nodes, key=lambda n: (n.name.endswith("-control-plane") and len(nodes) > 1, n.name))
+
+    # -- reports -----------------------------------------------------------------------------
+    def collect_logs(self, target: Path) -> None:
+        if self.cli is not None and self.cluster is not None:
+            self.cli.export_logs(self.cluster, target)
+
+    # -- teardown ----------------------------------------------------------------------------
+    def down(self) -> None:
+        if self.kubeconfig_dir is not None:
+            shutil.rmtree(self.kubeconfig_dir, ignore_errors=True)
+            self.kubeconfig_dir = None
+        if self.created and self.cli is not None and self.layout is not None:
+            name = self.layout.cluster
+            if self.cli.exists(name):
+                self.cli.delete(name, self.layout.kubeconfig)
+            remove_host_dirs(self.layout)
+            self.log(f"deleted kind cluster {name}")
+            self.created = False
+
+    def keep(self) -> str:
+        if not self.created or self.layout is None:
+            return f"kind cluster {self.cluster} left as it was (reused, not ours)"
+        state = KindState.load(self.layout)
+        state.kept = True
+        state.save(self.layout)
+        name = self.layout.cluster
+        return (
+            f"kept kind cluster {name}: export KUBECONFIG={self.layout.kubeconfig}\n"
+            f"  run against it again with: --provider kind --kind-cluster {name}\n"
+            f"  delete it with: device-conformance kind delete {name}"
+        )
+
+    def clean_orphans(self) -> list[str]:
+        """Delete clusters (and host directories) that crashed runs of ours left behind."""
+        cleaned = []
+        for layout in all_layouts():
+            try:
+                state = KindState.load(layout)
+            except (OSError, ValueError, TypeError):
+                continue
+            if state.orphaned():
+                delete_created_cluster(self.cli, layout, self.log)
+                cleaned.append(layout.cluster)
+        return cleaned
+
+
+def delete_created_cluster(cli: KindCLI | None, layout: KindLayout, log: Log) -> None:
+    """Delete a cluster this suite created (its state file says so) and its host directories."""
+    if cli is not None and cli.exists(layout.cluster):
+        cli.delete(layout.cluster, layout.kubeconfig)
+    remove_host_dirs(layout)
+    log(f"deleted kind cluster {layout.cluster} left by an earlier run")

@@ -1,0 +1,108 @@
+"""pytest-xdist: tests on one node never run at the same time, and we check that this really holds.
+
+Each worker normally brings up its own cluster (local, or kind named dc-<run>-<worker>), and a worker
+runs its tests one after another, so no two tests ever share a node concurrently. When the workers
+share one cluster (--provider existing / --kubeconfig, or --kind-cluster NAME), every test that uses
+it is put in one xdist group, so one worker runs them all in turn (a kubelet restart in one test
+would otherwise break the tests running beside it). That needs `--dist loadgroup`.
+
+Grouping fails silently on pytest 9.2 + xdist 3.8 (pytest-dev/pytest-xdist#1386): the marks are
+there but the `@group` suffix xdist needs is not. So at collection time, on each worker, every
+grouped test's node id must end in its group; otherwise the run stops with the fix.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from device_conformance.errors import BadInput
+
+
+def worker_count(config: pytest.Config) -> int:
+    workerinput = getattr(config, "workerinput", None)
+    return int(workerinput.get("workercount", 1)) if workerinput else 1
+
+
+def shared_cluster(config: pytest.Config) -> str | None:
+    """The name of a cluster every worker would use, or None when each worker makes its own."""
+    provider = config.getoption("--provider")
+    if provider == "existing" or (provider in ("auto", "") and config.getoption("--kubeconfig")):
+        return "existing"
+    if provider == "kind" and config.getoption("--kind-cluster"):
+        return f"kind-{config.getoption('--kind-cluster')}"
+    return None
+
+
+def group_name(mark: pytest.Mark) -> str:
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+
+GROUPING_BROKEN = pytest.StashKey[str]()
+
+
+def _shared_cluster_fix(shared: str, workers: str) -> BadInput:
+    return BadInput(
+        f"{workers} xdist workers would share the cluster '{shared}', and disruptive tests restart its kubelet "
+        "under the others",
+        "add --dist loadgroup (its tests then run on one worker, in turn), or let each worker create its own "
+        "cluster (drop --kind-cluster / use --provider local|kind)",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """On the xdist controller: a shared cluster needs --dist loadgroup (refused before any worker starts)."""
+    if hasattr(config, "workerinput"):
+        return
+    workers = getattr(config.option, "numprocesses", None)
+    dist = getattr(config.option, "dist", "no")
+    shared = shared_cluster(config)
+    if shared is not None and workers and dist not in ("no", "loadgroup"):
+        raise pytest.UsageError(str(_shared_cluster_fix(shared, str(workers))))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Before xdist's own hook (which appends @group to node ids): group tests of a shared cluster."""
+    shared = shared_cluster(config)
+    if shared is None or worker_count(config) < 2 or not config.getvalue("loadgroup"):
+        return
+    for item in items:
+        if "cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group(name=f"cluster-{shared}"))
+
+
+def ungrouped(items: list[pytest.Item]) -> list[str]:
+    """Node ids of grouped tests that xdist did not actually group (no @group suffix)."""
+    missing = []
+    for item in items:
+        names = sorted({group_name(mark) for mark in item.iter_markers("xdist_group")})
+        if names and not item.nodeid.endswith("@" + "_".join(names)):
+            missing.append(item.nodeid)
+    return missing
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """On workers with --dist loadgroup: if xdist's grouping is not in effect, no test may run."""
+    config = session.config
+    if worker_count(config) < 2 or not config.getvalue("loadgroup"):
+        return
+    missing = ungrouped(session.items)
+    if missing:
+        problem = BadInput(
+            f"xdist grouping is not in effect: {len(missing)} tests marked xdist_group lack the @group node id "
+            f"suffix (e.g. {missing[0]}), so --dist loadgroup would spread them over workers "
+            f"(pytest {pytest.__version__}; pytest-dev/pytest-xdist#1386)",
+            "install pytest<9.2 (this project pins it: pip install -e .), or run without -n",
+        )
+        config.stash[GROUPING_BROKEN] = str(problem)
+        session.shouldstop = "xdist grouping is not in effect"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # A worker cannot end the run cleanly from collection (xdist reports an INTERNALERROR without the
+    # message), so every test fails here, before any fixture brings up a cluster, saying why.
+    problem = item.config.stash.get(GROUPING_BROKEN, None)
+    if problem:
+        pytest.fail(problem, pytrace=False)

@@ -1,0 +1,140 @@
+"""kind configs: rendered from kind-configs/ + expectations data, then read back by kind's own code."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+import yaml
+
+from device_conformance.errors import BadInput
+from device_conformance.expectations.cluster import settings_for
+from device_conformance.expectations.kind import KIND_INSTALL_VERSION
+from device_conformance.expectations.versions import KubeVersion
+from device_conformance.providers.kind import config
+from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout, node_suffixes
+
+VERSIONS = ["1.34.3", "1.35.8", "1.36.4", "1.37.1"]
+
+
+@pytest.fixture
+def layout(tmp_path):
+    return KindLayout(tmp_path / "dc-abc123-gw0")
+
+
+def test_every_profile_has_a_control_plane_and_the_cdi_patch(layout):
+    assert {"single-node", "two-nodes"} <= set(config.profiles())
+    for profile in config.profiles():
+        rendered = config.render(KubeVersion.parse("1.37.1"), layout, "img", profile)
+        assert config.node_roles(rendered)[0] == "control-plane"
+        assert any("enable_cdi = true" in patch for patch in rendered["containerdConfigPatches"])
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_gates_and_runtime_config_are_the_expectations_data(layout, version):
+    parsed = KubeVersion.parse(version)
+    settings = settings_for(parsed)
+    rendered = config.render(parsed, layout, f"kindest/node:v{version}")
+    assert rendered.get("featureGates", {}) == settings.feature_gates
+    assert [f"{k}={v}" for k, v in rendered.get("runtimeConfig", {}).items()] == settings.runtime_config
+    patches = [yaml.safe_load(p) for p in rendered.get("kubeadmConfigPatches", [])]
+    kubelet = [p for p in patches if p["kind"] == "KubeletConfiguration"]
+    assert kubelet == ([{"kind": "KubeletConfiguration", **settings.kubelet_config}] if settings.kubelet_config else [])
+
+
+def test_each_node_binds_its_own_host_directories(layout):
+    rendered = config.render(KubeVersion.parse("1.37.1"), layout, "img", "two-nodes")
+    assert node_suffixes(config.node_roles(rendered)) == ["control-plane", "worker"]
+    seen = set()
+    for index, node in enumerate(rendered["nodes"]):
+        mounts = {m["containerPath"]: m["hostPath"] for m in node["extraMounts"]}
+        assert set(mounts) == set(NODE_MOUNTS)
+        assert all(host.startswith(f"{layout.node_dir(index)}/") for host in mounts.values())
+        seen |= set(mounts.values())
+    assert len(seen) == 2 * len(NODE_MOUNTS)  # no directory shared between nodes
+
+
+def test_socket_paths_in_the_mounted_directories_fit_sun_path():
+    layout = KindLayout.for_cluster("dc-abcdef-gw15")
+    longest = max(len(str(p)) for p in layout.node_mounts(0).values())
+    assert longest + len("/dc-0123abcd.example.com/dra.sock") < 107
+
+
+def test_node_names_follow_kinds_namer():
+    assert node_suffixes(["control-plane", "worker", "worker", "worker"]) == [
+        "control-plane",
+        "worker",
+        "worker2",
+        "worker3",
+    ]
+
+
+def test_unknown_profile_names_the_choices(layout):
+    with pytest.raises(BadInput, match="single-node"):
+        config.render(KubeVersion.parse("1.37.1"), layout, "img", "no-such-profile")
+
+
+# -- kind's own loader ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def validator():
+    if shutil.which("go") is None:
+        pytest.skip("Go is not installed: kind's config loader is built from the kind module with go build")
+    from device_conformance.providers.kind.validator import KindValidator
+
+    return KindValidator.build(KIND_INSTALL_VERSION)
+
+
+def _kubeadm_docs(text):
+    return {doc["kind"]: doc for doc in yaml.safe_load_all(text) if doc}
+
+
+def _extra_args(component):
+    args = component.get("extraArgs") or []
+    return {a["name"]: a["value"] for a in args} if isinstance(args, list) else dict(args)
+
+
+@pytest.mark.kind
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("profile", ["single-node", "two-nodes"])
+def test_kind_loads_the_config_and_generates_kubeadm_with_our_settings(validator, layout, version, profile):
+    parsed = KubeVersion.parse(version)
+    settings = settings_for(parsed)
+    path = config.write(config.render(parsed, layout, f"kindest/node:v{version}", profile), layout.config_file)
+    view = validator.check(path, parsed.tag)
+    assert view.name == layout.cluster
+    assert [n.name for n in view.nodes] == [
+        f"{layout.cluster}-{s}" for s in node_suffixes(config.node_roles(yaml.safe_load(path.read_text())))
+    ]
+    gates = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(settings.feature_gates.items()))
+    for node in view.nodes:
+        docs = _kubeadm_docs(node.kubeadm)
+        # kind >= 0.32 writes kubeadm v1beta4 for 1.36+ (kubeadm 1.37 refuses v1beta3).
+        expected_api = "kubeadm.k8s.io/v1beta4" if parsed.at_least(36) else "kubeadm.k8s.io/v1beta3"
+        assert docs["ClusterConfiguration"]["apiVersion"] == expected_api
+        for component in ("apiServer", "controllerManager", "scheduler"):
+            args = _extra_args(docs["ClusterConfiguration"][component])
+            assert args.get("feature-gates", "") == gates, component
+        api_args = _extra_args(docs["ClusterConfiguration"]["apiServer"])
+        assert api_args.get("runtime-config", "") == ",".join(settings.runtime_config)
+        kubelet = docs["KubeletConfiguration"]
+        assert (kubelet.get("featureGates") or {}) == settings.feature_gates
+        for key, value in settings.kubelet_config.items():
+            assert kubelet[key] == value
+        assert {m["ContainerPath"] for m in node.mounts} == set(NODE_MOUNTS)
+        assert node.image == f"kindest/node:v{version}"
+    cri = view.containerd.split('[plugins."io.containerd.grpc.v1.cri"]', 1)[1]
+    assert "enable_cdi = true" in cri.split("\n[", 1)[0]
+
+
+@pytest.mark.kind
+def test_kind_rejects_a_broken_config_with_its_own_message(validator, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    header = "kind: Cluster\napiVersion: kind.x-k8s.io/v1alpha4\n"
+    bad.write_text(header + "nodes:\n- role: control-plane\n  extraMount: []\n")
+    with pytest.raises(BadInput, match="field extraMount not found"):
+        validator.check(bad, "v1.37.1")
+    bad.write_text(header + "nodes:\n- role: worker\n")
+    with pytest.raises(BadInput, match="must have at least one control-plane node"):
+        validator.check(bad, "v1.37.1")

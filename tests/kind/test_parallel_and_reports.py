@@ -1,0 +1,134 @@
+"""Staggered creation slots across processes, cluster names, failure reports with the provider's logs,
+and the controller-side preflight under xdist."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from device_conformance.dockercli import Docker
+from device_conformance.errors import BadInput
+from device_conformance.providers.kind import parallel
+
+
+@pytest.fixture
+def fake_docker(tmp_path):
+    """A docker CLI stand-in whose `network inspect kind` succeeds once $NETWORK_FILE exists."""
+    script = tmp_path / "docker"
+    script.write_text('#!/bin/sh\n[ "$1 $2" = "network inspect" ] && [ -e "$NETWORK_FILE" ]\n')
+    script.chmod(0o755)
+    os.environ["NETWORK_FILE"] = str(tmp_path / "network")
+    yield Docker(binary=str(script)), tmp_path / "network"
+    del os.environ["NETWORK_FILE"]
+
+
+def _hold_slot(lock_dir, docker, slots, events, name, hold):
+    with parallel.creation_slot(lock_dir, docker, slots=slots):
+        events.append((time.monotonic(), f"{name} in"))
+        time.sleep(hold)
+        events.append((time.monotonic(), f"{name} out"))
+
+
+def test_at_most_n_creations_at_once(tmp_path, fake_docker):
+    docker, network = fake_docker
+    network.touch()
+    events: list = []
+    threads = [
+        threading.Thread(target=_hold_slot, args=(tmp_path / "locks", docker, 2, events, f"c{i}", 0.4))
+        for i in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    inside, peak = 0, 0
+    for _, what in sorted(events):
+        inside += 1 if what.endswith(" in") else -1
+        peak = max(peak, inside)
+    assert peak == 2
+    assert len(events) == 8
+
+
+def test_creation_runs_alone_while_kinds_network_is_missing(tmp_path, fake_docker):
+    docker, network = fake_docker
+    events: list = []
+
+    def first():
+        with parallel.creation_slot(tmp_path / "locks", docker, slots=3):
+            events.append("first in")
+            time.sleep(0.5)
+            network.touch()  # kind created its network
+            events.append("first out")
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    time.sleep(0.1)
+    with parallel.creation_slot(tmp_path / "locks", docker, slots=3):
+        events.append("second in")
+    thread.join()
+    assert events == ["first in", "first out", "second in"]
+
+
+def test_cluster_names_are_per_run_and_worker(monkeypatch):
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw3")
+    monkeypatch.setenv("PYTEST_XDIST_TESTRUNUID", "ABCDEF0123")
+    assert parallel.cluster_name() == "dc-abcdef-gw3"
+    assert parallel.check_name("dc-abcdef-gw3") == "dc-abcdef-gw3"
+    with pytest.raises(BadInput):
+        parallel.check_name("x" * 51)
+
+
+REPORT_CONFTEST = """
+    from pathlib import Path
+    import pytest
+    from device_conformance.providers.base import ClusterHandle
+
+    def collect(target):
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "kubelet.log").write_text("node journal")
+
+    @pytest.fixture(scope="session")
+    def cluster():
+        return ClusterHandle(name="stand-in", provider="kind", kubeconfig=Path("/dev/null"), k8s_version="1.37.1",
+                             collect_logs=collect)
+"""
+REPORT_TEST = """
+    from device_conformance.pytest_plugin.report import attach_on_failure
+
+    def test_fails(cluster, request):
+        attach_on_failure(request.node, "fake device plugin x call log", lambda: "Allocate dev-0")
+        assert False
+"""
+
+
+def test_a_failing_test_gets_the_cluster_logs_beside_the_fakes_call_logs(tmp_path):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(REPORT_CONFTEST))
+    (tmp_path / "test_report.py").write_text(textwrap.dedent(REPORT_TEST))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), "-q"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout
+    folder = tmp_path / "artifacts" / "test_report.py__test_fails"
+    assert (folder / "fake-device-plugin-x-call-log.txt").read_text() == "Allocate dev-0"
+    assert (folder / "cluster-logs" / "kubelet.log").read_text() == "node journal"
+
+
+def test_xdist_run_on_kind_stops_before_workers_with_the_fix(tmp_path):
+    (tmp_path / "test_nothing.py").write_text("def test_x(cluster):\n    pass\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", "--provider", "kind"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "KIND": str(tmp_path / "no-kind")},
+    )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 4, output  # usage error
+    assert "--provider kind cannot run here" in output
+    assert "kind is not installed" in output
+    assert "INTERNALERROR" not in output

@@ -1,0 +1,108 @@
+"""xdist: tests sharing one cluster run on one worker, and a grouping that silently fails is caught.
+
+Runs small suites under real pytest-xdist workers (subprocesses); the cluster is a stand-in fixture.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+CONFTEST = """
+    import os
+    from pathlib import Path
+    import pytest
+    import device_conformance.providers.kind.preflight
+    from device_conformance.providers.base import ClusterHandle
+
+    # The stand-in cluster needs no Docker or kind: skip the controller's kind preflight.
+    device_conformance.providers.kind.preflight.preflight = lambda *args, **kwargs: None
+
+    @pytest.fixture(scope="session")
+    def cluster():
+        return ClusterHandle(name="stand-in", provider="existing", kubeconfig=Path("/dev/null"), k8s_version="1.37.1")
+
+    @pytest.fixture
+    def record(request):
+        yield
+        with open(os.environ["RECORD"], "a") as out:
+            out.write(f"{os.environ.get('PYTEST_XDIST_WORKER', 'main')} {request.node.nodeid}\\n")
+"""
+TESTS = """
+    import pytest
+
+    @pytest.mark.parametrize("n", range(6))
+    def test_on_the_cluster(cluster, record, n):
+        assert cluster.name == "stand-in"
+
+    @pytest.mark.parametrize("n", range(4))
+    def test_without_cluster(record, n):
+        pass
+"""
+# What pytest 9.2 + xdist 3.8 do (pytest-dev/pytest-xdist#1386): the @group suffix never reaches the ids.
+LOSE_SUFFIX = """
+    import pytest
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_finish(session):
+        for item in session.items:
+            item._nodeid = item._nodeid.split("@", 1)[0]
+"""
+
+
+def _run(tmp_path, *args, extra_conftest=""):
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(CONFTEST) + textwrap.dedent(extra_conftest))
+    (tmp_path / "test_shared.py").write_text(textwrap.dedent(TESTS))
+    record = tmp_path / "record.txt"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v", "-n", "2", *args],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**__import__("os").environ, "RECORD": str(record)},
+    )  # fmt: skip
+    lines = record.read_text().split("\n") if record.exists() else []
+    return proc, [line.split(" ", 1) for line in lines if line]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["--provider", "existing", "--kubeconfig", "/dev/null"],
+        ["--provider", "kind", "--kind-cluster", "mine"],
+    ],
+)
+def test_tests_of_a_shared_cluster_run_on_one_worker(tmp_path, options):
+    proc, ran = _run(tmp_path, "--dist", "loadgroup", *options)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    on_cluster = [(worker, nodeid) for worker, nodeid in ran if "test_on_the_cluster" in nodeid]
+    assert len(on_cluster) == 6
+    assert len({worker for worker, _ in on_cluster}) == 1
+    assert all(nodeid.endswith("@cluster-" + ("existing" if "existing" in options else "kind-mine"))
+               for _, nodeid in on_cluster)  # fmt: skip
+
+
+def test_shared_cluster_without_loadgroup_stops_with_the_fix(tmp_path):
+    proc, ran = _run(tmp_path, "--dist", "load", "--provider", "existing", "--kubeconfig", "/dev/null")
+    assert proc.returncode != 0
+    assert "add --dist loadgroup" in proc.stdout + proc.stderr
+    assert ran == []
+
+
+def test_grouping_lost_by_xdist_stops_the_run(tmp_path):
+    proc, ran = _run(
+        tmp_path, "--dist", "loadgroup", "--provider", "existing", "--kubeconfig", "/dev/null",
+        extra_conftest=LOSE_SUFFIX,
+    )  # fmt: skip
+    assert proc.returncode != 0
+    assert "xdist grouping is not in effect" in proc.stdout + proc.stderr
+    assert "pytest<9.2" in proc.stdout + proc.stderr
+    assert ran == []
+
+
+def test_per_worker_clusters_need_no_grouping(tmp_path):
+    proc, ran = _run(tmp_path, "--provider", "kind")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(ran) == 10
+    assert not any("@" in nodeid for _, nodeid in ran)
