@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import grpc
@@ -39,6 +40,22 @@ class CRIClient:
     def version(self) -> str:
         reply = self._runtime.Version(api_pb2.VersionRequest(version="v1"), timeout=CRI_TIMEOUT_SECONDS)
         return f"{reply.runtime_name} {reply.runtime_version}"
+
+    def cdi_enabled(self) -> tuple[bool, str]:
+        """Whether the runtime injects CDI devices, and what told us so.
+
+        containerd reports its CRI config as JSON in the verbose Status info under "config"; 1.7+ has
+        `enableCDI` there (default on in 2.x). A runtime without the key (containerd 1.6) has no CDI."""
+        reply = self._runtime.Status(api_pb2.StatusRequest(verbose=True), timeout=CRI_TIMEOUT_SECONDS)
+        runtime = self.version()
+        try:
+            config = json.loads(reply.info.get("config", "{}"))
+        except json.JSONDecodeError:
+            return False, f"{runtime}: CRI Status info 'config' is not JSON"
+        if "enableCDI" not in config:
+            return False, f"{runtime}: its CRI config has no enableCDI setting (no CDI support)"
+        enabled = bool(config["enableCDI"])
+        return enabled, f"{runtime}: CRI config enableCDI={str(enabled).lower()}"
 
     def sandboxes(self) -> list[Sandbox]:
         reply = self._runtime.ListPodSandbox(api_pb2.ListPodSandboxRequest(), timeout=CRI_TIMEOUT_SECONDS)

@@ -122,6 +122,11 @@ class LocalNode:
         self.start_kubelet(*self._current_binary())
         return removed
 
+    def runtime_cdi(self) -> tuple[bool, str]:
+        """(CDI enabled, explanation) as the node's container runtime reports it."""
+        with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
+            return cri.cdi_enabled()
+
     def containers_running(self) -> int:
         with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
             return cri.running_container_count()

@@ -31,6 +31,25 @@ class VersionRequest(_message.Message):
     version: str
     def __init__(self, version: _Optional[str] = ...) -> None: ...
 
+class StatusRequest(_message.Message):
+    __slots__ = ("verbose",)
+    VERBOSE_FIELD_NUMBER: _ClassVar[int]
+    verbose: bool
+    def __init__(self, verbose: _Optional[bool] = ...) -> None: ...
+
+class StatusResponse(_message.Message):
+    __slots__ = ("info",)
+    class InfoEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    INFO_FIELD_NUMBER: _ClassVar[int]
+    info: _containers.ScalarMap[str, str]
+    def __init__(self, info: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
 class VersionResponse(_message.Message):
     __slots__ = ("version", "runtime_name", "runtime_version", "runtime_api_version")
     VERSION_FIELD_NUMBER: _ClassVar[int]

@@ -59,6 +59,11 @@ class RuntimeServiceStub:
                 request_serializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ListContainersRequest.SerializeToString,
                 response_deserializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ListContainersResponse.FromString,
                 _registered_method=True)
+        self.Status = channel.unary_unary(
+                '/runtime.v1.RuntimeService/Status',
+                request_serializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusRequest.SerializeToString,
+                response_deserializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusResponse.FromString,
+                _registered_method=True)
 
 
 class RuntimeServiceServicer:
@@ -94,6 +99,12 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Status(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RuntimeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -121,6 +132,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.ListContainers,
                     request_deserializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ListContainersRequest.FromString,
                     response_serializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ListContainersResponse.SerializeToString,
+            ),
+            'Status': grpc.unary_unary_rpc_method_handler(
+                    servicer.Status,
+                    request_deserializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusRequest.FromString,
+                    response_serializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -258,6 +274,33 @@ class RuntimeService:
             '/runtime.v1.RuntimeService/ListContainers',
             device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ListContainersRequest.SerializeToString,
             device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ListContainersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Status(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/Status',
+            device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusRequest.SerializeToString,
+            device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusResponse.FromString,
             options,
             channel_credentials,
             insecure,
