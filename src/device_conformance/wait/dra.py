@@ -83,3 +83,44 @@ def for_pod_condition(
         return Pending(pods.summary(pod) + f" conditions={[(c.type, c.status) for c in pod.status.conditions or []]}")
 
     return until(probe, what=f"pod {namespace}/{name} to have condition {type_}=True", timeout=timeout)
+
+
+def for_pod_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = CLAIM_TIMEOUT) -> str:
+    """Wait for PodScheduled=False with reason Unschedulable; returns the scheduler's message."""
+
+    def probe() -> str | Pending:
+        pod = pods.read(kube, namespace, name)
+        for cond in pod.status.conditions or []:
+            if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable":
+                return cond.message or ""
+        return Pending(pods.summary(pod))
+
+    return until(probe, what=f"pod {namespace}/{name} to be Unschedulable", timeout=timeout)
+
+
+def for_event(kube: Kube, namespace: str, pod: str, text: str, timeout: float = CLAIM_TIMEOUT) -> str:
+    """Wait for an event of the pod whose "<type> <reason> ...: <message>" line contains text."""
+
+    def probe() -> str | Pending:
+        lines = pods.events(kube, namespace, pod)
+        hits = [line for line in lines if text in line]
+        return hits[0] if hits else Pending(f"events: {lines[-5:]}")
+
+    return until(probe, what=f"an event of pod {namespace}/{pod} containing {text!r}", timeout=timeout)
+
+
+def for_rule(
+    kube: Kube,
+    objects: Any,
+    name: str,
+    condition: Callable[[dict[str, Any]], bool],
+    what: str,
+    timeout: float = CLAIM_TIMEOUT,
+) -> dict[str, Any]:
+    """Wait for DeviceTaintRule `name` (read through objects.get_rule) to satisfy condition."""
+
+    def probe() -> dict[str, Any] | Pending:
+        rule = objects.get_rule(name)
+        return rule if condition(rule) else Pending(f"status={rule.get('status')}")
+
+    return until(probe, what=f"DeviceTaintRule {name} {what}", timeout=timeout)
