@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 from device_conformance.process import pid_alive
 from device_conformance.providers.local.layout import RunLayout
@@ -49,4 +49,8 @@ class RunState:
 
     @classmethod
     def load(cls, layout: RunLayout) -> RunState:
-        return cls(**json.loads(layout.state_file.read_text()))
+        # Unknown keys are ignored: a run written by a newer checkout of the harness (running at the same
+        # time on this machine) must still read as alive, or its cluster would be torn down as a leftover.
+        data = json.loads(layout.state_file.read_text())
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
