@@ -52,6 +52,7 @@ def test_running_pod_claim_is_not_prepared_again_after_restart(
     assert driver.calls("/NodeUnprepareResources") == []
 
 
+@pytest.mark.slow  # the kubelet finds the orphaned claim in its reconcile loop, every 60 s
 def test_pod_deleted_while_kubelet_is_down_is_unprepared_after_start(
     kube, node, namespace, dra_driver, dra_objects, kubelet_restored
 ):
@@ -111,8 +112,8 @@ def test_pod_deleted_while_prepare_blocked_and_kubelet_down_is_not_prepared(
     node.stop_kubelet()
     kube.core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
     wait.for_pod_gone(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
-    driver.unblock()  # the old call ends (its client is gone) without the kubelet seeing a result
-    calls_before = len(driver.calls("/NodePrepareResources"))
+    driver.unblock()  # the held call ends (its client is gone); the log has it once it returned
+    calls_before = len(driver.wait_for_call("/NodePrepareResources"))
     node.start_kubelet()
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
     stays(
