@@ -13,7 +13,10 @@ pytestmark = pytest.mark.dra
 
 POD_TIMEOUT = 60
 UNPREPARE_TIMEOUT = 60
-# The kubelet retries a failed prepare on the pod's next sync, with exponential backoff (10 s, 20 s, ...).
+# A failed NodePrepareResources does not fail the pod sync (kuberuntime_manager.go SyncPod logs, emits the
+# event and returns without an error), so the pod is retried at the resync interval: 60 s + up to 50 % jitter.
+RESYNC_TIMEOUT = 120
+# A failed NodeUnprepareResources is retried by the pod worker's termination loop with backoff.
 RETRY_TIMEOUT = 90
 
 
@@ -93,6 +96,7 @@ def test_shared_claim_is_prepared_once_and_unprepared_after_the_last_pod(kube, n
     assert driver.prepared() == {}
 
 
+@pytest.mark.slow  # waits for the kubelet's pod resync (60-90 s)
 @pytest.mark.parametrize("per_claim", [False, True], ids=["grpc-error", "claim-error"])
 def test_failed_prepare_is_retried_until_it_succeeds(kube, namespace, dra_driver, dra_objects, per_claim):
     driver = dra_driver(devices=("dev-0",))
@@ -105,7 +109,7 @@ def test_failed_prepare_is_retried_until_it_succeeds(kube, namespace, dra_driver
     assert pods.read(kube, namespace, name).status.phase == "Pending"
 
     driver.clear_failures()
-    wait.for_pod_running_ready(kube, namespace, name, timeout=RETRY_TIMEOUT)
+    wait.for_pod_running_ready(kube, namespace, name, timeout=RESYNC_TIMEOUT)
     assert [c["ok"] for c in driver.calls("/NodePrepareResources")][-1] is True
 
 

@@ -124,3 +124,20 @@ def for_rule(
         return rule if condition(rule) else Pending(f"status={rule.get('status')}")
 
     return until(probe, what=f"DeviceTaintRule {name} {what}", timeout=timeout)
+
+
+def for_kubelet_connection(node: Any, mark: int, driver: str, connected: bool = True, timeout: float = 30) -> str:
+    """Wait for the kubelet's own log line about its gRPC connection to the driver (dra_plugin_manager,
+    `Connection changed ... connected=<bool>`, logged at -v=2) after log position `mark`."""
+    needle = f'driverName="{driver}"'
+    state = f"connected={str(connected).lower()}"
+
+    def probe() -> str | Pending:
+        lines = [
+            line
+            for line in node.kubelet_log_since(mark).splitlines()
+            if "Connection changed" in line and needle in line and state in line
+        ]
+        return lines[-1] if lines else Pending("no such kubelet log line yet")
+
+    return until(probe, what=f"the kubelet to log its connection to {driver} as {state}", timeout=timeout)
