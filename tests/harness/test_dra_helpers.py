@@ -1,0 +1,110 @@
+"""Pure helpers behind the dra/taints suites: manifests, per-version facts, known-bug data, CDI detection."""
+
+import json
+
+import pytest
+
+from device_conformance.expectations import dra as facts
+from device_conformance.expectations.versions import KubeVersion
+from device_conformance.kube import admission, dra
+from device_conformance.node import cri
+
+
+def test_pod_with_template_claim_uses_it_in_every_container():
+    pod = {"spec": {"containers": [{"name": "a"}, {"name": "b"}]}}
+    out = dra.with_claims(pod, templates={"dev": "tmpl"})
+    assert out["spec"]["resourceClaims"] == [{"name": "dev", "resourceClaimTemplateName": "tmpl"}]
+    assert [c["resources"]["claims"] for c in out["spec"]["containers"]] == [[{"name": "dev"}]] * 2
+    assert "resourceClaims" not in pod["spec"], "the input manifest is not modified"
+
+
+def test_device_request_v1_shape_with_tolerations():
+    tol = {"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}
+    req = dra.device_request("cls", tolerations=[tol], selectors=['device.driver == "x"'])
+    assert req == {
+        "name": "dev",
+        "exactly": {
+            "deviceClassName": "cls",
+            "count": 1,
+            "selectors": [{"cel": {"expression": 'device.driver == "x"'}}],
+            "tolerations": [tol],
+        },
+    }
+
+
+def test_device_taint_rule_selects_by_driver_and_device():
+    rule = dra.device_taint_rule_manifest(
+        "r", dra.device_taint("k", "NoExecute"), "resource.k8s.io/v1", driver="d.example.com", device="dev-0"
+    )
+    assert rule["spec"] == {
+        "deviceSelector": {"driver": "d.example.com", "device": "dev-0"},
+        "taint": {"key": "k", "effect": "NoExecute"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("version", "claims", "rules"),
+    [
+        ("1.33.0", "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3"),
+        ("1.35.2", "resource.k8s.io/v1", "resource.k8s.io/v1alpha3"),
+        ("1.36.5", "resource.k8s.io/v1", "resource.k8s.io/v1beta2"),
+        ("1.37.1", "resource.k8s.io/v1", "resource.k8s.io/v1"),
+    ],
+)
+def test_resource_api_versions(version, claims, rules):
+    v = KubeVersion.parse(version)
+    assert (facts.resource_api_version(v), facts.device_taint_rule_api_version(v)) == (claims, rules)
+
+
+def test_shared_claim_eviction_bug_is_fixed_in_1_37_1_only_onwards():
+    bug = facts.SHARED_CLAIM_STALE_CONSUMER_EVICTION
+    assert bug.affected(KubeVersion.parse("1.36.5"))
+    assert not bug.affected(KubeVersion.parse("1.37.1"))
+    assert "kubernetes/kubernetes#135686" in bug.reason()
+
+
+def test_deny_policy_names_the_user_and_subresource():
+    policy = admission.deny_user_policy("p", "system:x", group="g", resource="r/status", operations=["UPDATE"])
+    rule = policy["spec"]["matchConstraints"]["resourceRules"][0]
+    assert (rule["resources"], rule["operations"]) == (["r/status"], ["UPDATE"])
+    assert "'system:x'" in policy["spec"]["validations"][0]["expression"]
+    binding = admission.namespace_binding("b", "p", "ns1")
+    assert binding["spec"]["matchResources"]["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "ns1"
+    }
+
+
+class _Reply:
+    def __init__(self, info):
+        self.info = info
+
+
+class _Runtime:
+    def __init__(self, info):
+        self._info = info
+
+    def Status(self, request, timeout):
+        assert request.verbose
+        return _Reply(self._info)
+
+    def Version(self, request, timeout):
+        class V:
+            runtime_name, runtime_version = "containerd", "x"
+
+        return V()
+
+
+@pytest.mark.parametrize(
+    ("info", "enabled", "says"),
+    [
+        ({"config": json.dumps({"enableCDI": True})}, True, "enableCDI=true"),
+        ({"config": json.dumps({"enableCDI": False})}, False, "enableCDI=false"),
+        ({"config": json.dumps({"enableSelinux": False})}, False, "no enableCDI setting"),
+        ({"config": "not json"}, False, "not JSON"),
+    ],
+)
+def test_cdi_detection_from_cri_status(info, enabled, says):
+    client = cri.CRIClient.__new__(cri.CRIClient)
+    client._runtime = _Runtime(info)
+    got, why = client.cdi_enabled()
+    assert got is enabled and says in why
