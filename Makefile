@@ -30,7 +30,7 @@ protos: venv
 	find src/device_conformance/protos -name '*.proto' -print0 | xargs -0 \
 	  $(BIN)/python -m grpc_tools.protoc -Isrc --python_out=src --grpc_python_out=src --pyi_out=src
 
-# Debian packages, Kubernetes binaries (cached per version) and images: whatever is missing.
+# Debian packages, Kubernetes and containerd binaries (cached per version) and images: whatever is missing.
 setup: venv
 ifneq ($(PROVIDER),existing)
 	$(BIN)/device-conformance setup $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))

@@ -1,7 +1,8 @@
 """Benchmarks of the harness on a real local cluster: prints a table, writes JSON to bench/results/.
 
 Measured: bring-up to node Ready with a cold image cache and again warm (Kubernetes binaries cached in
-both), graceful kubelet restart to node Ready, pod create to Running, teardown.
+both), graceful kubelet restart to node Ready, pod create to Running, device plugin Register to
+allocatable on the node, kubelet restart to the plugin re-registered, teardown.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ import argparse
 import json
 import shutil
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
 from device_conformance.binaries import cache_root
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
+from device_conformance.fakes.device_plugin import DeviceConfig, DevicePluginConfig, DevicePluginHandle
 from device_conformance.kube import pods
 from device_conformance.kube.client import Kube
 from device_conformance.providers.local.provider import LocalProvider
@@ -49,8 +52,35 @@ def one_round(version: KubeVersion, label: str, results: dict[str, list[float]])
         pods.create(kube, "bench", manifest)
         wait.for_pod_running_ready(kube, "bench", manifest["metadata"]["name"])
         results.setdefault("pod create to Running", []).append(time.monotonic() - started)
+    device_plugin_round(kube, node, results)
     kube.close()
     results.setdefault("teardown", []).append(timed(provider.down))
+
+
+def device_plugin_round(kube: Kube, node, results: dict[str, list[float]]) -> None:
+    with tempfile.TemporaryDirectory(dir="/tmp") as workdir:
+        for i in range(3):
+            resource = f"bench-{i}-{time.monotonic_ns() % 10**6}.example.com/dev"
+            config = DevicePluginConfig(
+                resource_name=resource,
+                socket_dir=str(node.host_path("/var/lib/kubelet/device-plugins")),
+                socket_name=f"bench-{i}.sock",
+                devices=[DeviceConfig("dev-0"), DeviceConfig("dev-1")],
+                hold_registration=True,
+            )
+            plugin = DevicePluginHandle.start(config, Path(workdir) / str(i))
+            try:
+                started = time.monotonic()
+                plugin.hold_registration(False)
+                wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=30)
+                results.setdefault("plugin Register to allocatable", []).append(time.monotonic() - started)
+                started = time.monotonic()
+                node.restart_kubelet()
+                plugin.wait_for_registration(count=2, timeout=30)
+                results.setdefault("kubelet restart to plugin re-registered", []).append(time.monotonic() - started)
+            finally:
+                plugin.stop()
+                plugin.cleanup()
 
 
 def bench(version: KubeVersion, repeats: int) -> dict[str, list[float]]:
@@ -67,9 +97,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     results = bench(KubeVersion.parse(args.k8s_version), args.repeats)
-    print(f"{'measurement':34} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
+    print(f"{'measurement':40} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, values in results.items():
-        print(f"{name:34} {len(values):3} {statistics.median(values):9.2f} {min(values):7.2f} {max(values):7.2f}")
+        print(f"{name:40} {len(values):3} {statistics.median(values):9.2f} {min(values):7.2f} {max(values):7.2f}")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"bench-{time.strftime('%Y%m%dT%H%M%S')}.json"
     out.write_text(json.dumps({"k8s_version": args.k8s_version, "seconds": results}, indent=1))

@@ -13,7 +13,7 @@ import os
 import shutil
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,25 +46,45 @@ def ensure_binaries(version: KubeVersion, *, user_dir: Path | None = None, progr
     """Return the four server binaries of `version`, fetching or building them when missing."""
     if user_dir is not None:
         return _from_user_dir(version, user_dir)
+
+    def fill(staging: Path) -> str:
+        if _download_release(version, staging, progress):
+            return "release"
+        build_kubernetes(version, staging, COMPONENTS, progress)
+        return "go build"
+
     cached = cache_root() / "kubernetes" / version.tag
+    return BinarySet(version, cached, ensure_cached(cached, COMPONENTS, fill, progress))
+
+
+def ensure_cached(cached: Path, names: Sequence[str], fill: Callable[[Path], str], progress: Progress) -> str:
+    """Make `cached` hold the files `names` with a verified checksum manifest; returns where they came from.
+
+    A usable cache entry is returned as "cache". Otherwise fill(staging) writes the files into an empty
+    staging directory and returns its source; the manifest is recorded and the directory appears at
+    `cached` only by an atomic rename, so a half-written entry is never reused.
+    """
     if cached.exists():
-        problem = _verify_manifest(cached)
+        problem = verify_manifest(cached, names)
         if problem is None:
-            return BinarySet(version, cached, "cache")
+            return "cache"
         progress(f"cached binaries in {cached} are unusable ({problem}); removing them and fetching again")
         shutil.rmtree(cached)
-    staging = cached.with_name(f"{version.tag}.partial-{os.getpid()}")
+    staging = cached.with_name(f"{cached.name}.partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
     try:
-        source = "release" if _download_release(version, staging, progress) else "go build"
-        if source == "go build":
-            build_kubernetes(version, staging, COMPONENTS, progress)
-        _write_manifest(staging)
-        staging.rename(cached)
+        source = fill(staging)
+        write_manifest(staging, names)
+        try:
+            staging.rename(cached)
+        except OSError:
+            # Another process finished the same entry first; theirs is as good as ours.
+            if verify_manifest(cached, names) is not None:
+                raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return BinarySet(version, cached, source)
+    return source
 
 
 def _from_user_dir(version: KubeVersion, user_dir: Path) -> BinarySet:
@@ -86,18 +106,18 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _write_manifest(directory: Path) -> None:
-    sums = {name: _sha256(directory / name) for name in COMPONENTS}
+def write_manifest(directory: Path, names: Sequence[str]) -> None:
+    sums = {name: _sha256(directory / name) for name in names}
     (directory / MANIFEST).write_text(json.dumps(sums, indent=1))
 
 
-def _verify_manifest(directory: Path) -> str | None:
-    """None when every binary matches its recorded checksum, else what is wrong."""
+def verify_manifest(directory: Path, names: Sequence[str]) -> str | None:
+    """None when every named file matches its recorded checksum, else what is wrong."""
     try:
         sums = json.loads((directory / MANIFEST).read_text())
     except (OSError, ValueError):
         return "no checksum manifest"
-    for name in COMPONENTS:
+    for name in names:
         path = directory / name
         if not path.is_file():
             return f"{name} is missing"

@@ -23,13 +23,17 @@ VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/versi
 PROGRESS_EVERY_SECONDS = 15
 
 
-def _go() -> str:
+K8S_ALTERNATIVE = (
+    "set K8S_BIN_DIR to a directory holding kubelet, kube-apiserver, kube-controller-manager and kube-scheduler"
+)
+
+
+def go_binary(what: str = "Kubernetes binaries", alternative: str | None = K8S_ALTERNATIVE) -> str:
     go = shutil.which("go")
     if go is None:
         raise BadInput(
-            "no Kubernetes binaries are available and no Go toolchain is on PATH to build them",
-            "install Go >= 1.26 (https://go.dev/dl), or set K8S_BIN_DIR to a directory holding kubelet, "
-            "kube-apiserver, kube-controller-manager and kube-scheduler",
+            f"no {what} are available and no Go toolchain is on PATH to build them",
+            "install Go >= 1.26 (https://go.dev/dl)" + (f", or {alternative}" if alternative else ""),
         )
     return go
 
@@ -37,7 +41,7 @@ def _go() -> str:
 def module_gomod(version: KubeVersion) -> str:
     """The go.mod text of k8s.io/kubernetes at this version (fails clearly for unknown versions)."""
     proc = subprocess.run(
-        [_go(), "mod", "download", "-json", f"k8s.io/kubernetes@{version.tag}"],
+        [go_binary(), "mod", "download", "-json", f"k8s.io/kubernetes@{version.tag}"],
         capture_output=True,
         text=True,
         check=False,
@@ -94,17 +98,24 @@ def build_kubernetes(
     workdir = cache_root() / "gobuild" / version.tag
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "go.mod").write_text(wrapper_gomod(version, module_gomod(version)))
-    argv = [_go(), "build", "-v", "-ldflags", version_ldflags(version), "-o", str(target) + "/"]
+    argv = [go_binary(), "build", "-v", "-ldflags", version_ldflags(version), "-o", str(target) + "/"]
     argv += [f"k8s.io/kubernetes/cmd/{name}" for name in components]
     progress(
         f"building Kubernetes {version.tag} from the Go module proxy ({', '.join(components)}); "
         "a cold build takes many minutes"
     )
-    _run_with_progress(argv, workdir, version, progress)
+    run_go(argv, workdir, f"Kubernetes {version.tag}", progress, env={"GOFLAGS": "-mod=mod"})
 
 
-def _run_with_progress(argv: list[str], workdir: Path, version: KubeVersion, progress: Callable[[str], None]) -> None:
-    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+def run_go(
+    argv: list[str],
+    workdir: Path,
+    label: str,
+    progress: Callable[[str], None],
+    env: dict[str, str] | None = None,
+) -> float:
+    """Run a `go build`/`go install -v`, reporting progress; returns the seconds it took."""
+    env = {**os.environ, **(env or {})}
     started = time.monotonic()
     last_report = started
     compiled = 0
@@ -120,10 +131,12 @@ def _run_with_progress(argv: list[str], workdir: Path, version: KubeVersion, pro
             now = time.monotonic()
             if now - last_report >= PROGRESS_EVERY_SECONDS:
                 last_report = now
-                progress(f"  building {version.tag}: {compiled} packages compiled, {now - started:.0f}s elapsed")
+                progress(f"  building {label}: {compiled} packages compiled, {now - started:.0f}s elapsed")
     if proc.returncode != 0:
         raise BadInput(
-            f"go build of Kubernetes {version.tag} failed (exit {proc.returncode}):\n" + "\n".join(tail),
+            f"go build of {label} failed (exit {proc.returncode}):\n" + "\n".join(tail),
             "check disk space and the Go module proxy; rerun to resume (module and build caches are kept)",
         )
-    progress(f"built Kubernetes {version.tag} in {time.monotonic() - started:.0f}s")
+    elapsed = time.monotonic() - started
+    progress(f"built {label} in {elapsed:.0f}s")
+    return elapsed

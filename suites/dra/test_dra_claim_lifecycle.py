@@ -5,6 +5,7 @@ import pytest
 
 from device_conformance.fakes.dra_driver import cdi
 from device_conformance.kube import pods
+from device_conformance.node.cri import cdi_support
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import stays
@@ -58,7 +59,7 @@ def test_template_claim_is_prepared_and_unprepared_once(kube, namespace, dra_dri
 
 
 def test_container_sees_its_device_env(kube, node, namespace, dra_driver, dra_objects):
-    cdi_ok, why = node.runtime_cdi() if hasattr(node, "runtime_cdi") else (False, "provider cannot ask the runtime")
+    cdi_ok, why = cdi_support(node.runtime_info(), "the node's container runtime")
     if not cdi_ok:
         pytest.skip(f"the container runtime has no CDI, so DRA devices cannot reach containers: {why}")
     driver = dra_driver(devices=("dev-0",))

@@ -57,15 +57,15 @@ def test_user_bin_dir_without_binaries_names_what_is_missing(tmp_path):
 def test_corrupt_cached_binary_is_detected_by_its_checksum(tmp_path):
     for name in binaries.COMPONENTS:
         (tmp_path / name).write_bytes(name.encode())
-    binaries._write_manifest(tmp_path)
-    assert binaries._verify_manifest(tmp_path) is None
+    binaries.write_manifest(tmp_path, binaries.COMPONENTS)
+    assert binaries.verify_manifest(tmp_path, binaries.COMPONENTS) is None
     (tmp_path / "kubelet").write_bytes(b"truncated")
-    assert "kubelet does not match its recorded sha256" in binaries._verify_manifest(tmp_path)
+    assert "kubelet does not match its recorded sha256" in binaries.verify_manifest(tmp_path, binaries.COMPONENTS)
 
 
 def test_half_written_cache_without_manifest_is_not_trusted(tmp_path):
     (tmp_path / "kubelet").write_bytes(b"x")
-    assert binaries._verify_manifest(tmp_path) == "no checksum manifest"
+    assert binaries.verify_manifest(tmp_path, binaries.COMPONENTS) == "no checksum manifest"
 
 
 def test_run_left_by_a_crashed_session_is_cleaned(monkeypatch, tmp_path, capsys):

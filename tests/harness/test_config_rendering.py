@@ -7,23 +7,59 @@ import yaml
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.local import components, configs
-from device_conformance.providers.local.layout import RunLayout
+from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS, RunLayout
 from device_conformance.providers.local.pki import Pki
 from device_conformance.providers.local.ports import Ports
 
 PORTS = Ports.from_base(21000)
 
 
-def test_containerd_config_keeps_all_state_in_the_run_directory():
-    text = configs.containerd_config(Path("/r/containerd"), Path("/r/containerd/c.sock"), Path("/r/cni"), "img:v1")
-    config = tomllib.loads(text)
+def _containerd_config() -> dict:
+    text = configs.containerd_config(
+        Path("/r/containerd"),
+        Path("/r/containerd/c.sock"),
+        Path("/r/cni"),
+        "img:v1",
+        shim=Path("/cache/containerd/v2.3.4/containerd-shim-runc-v2"),
+        runc="/usr/sbin/runc",
+    )
+    return tomllib.loads(text)
+
+
+def test_containerd_config_is_version_3_and_keeps_all_state_in_the_run_directory():
+    config = _containerd_config()
+    # 3 is read by every containerd 2.x (2.3 migrates it to 4 in memory); 1.x cannot read it.
+    assert config["version"] == 3
     assert config["root"] == "/r/containerd/root" and config["state"] == "/r/containerd/state"
     assert config["grpc"]["address"] == "/r/containerd/c.sock"
-    cri = config["plugins"]["io.containerd.grpc.v1.cri"]
-    assert cri["sandbox_image"] == "img:v1"
-    assert cri["restrict_oom_score_adj"] is True
-    assert cri["cni"] == {"bin_dir": "/usr/lib/cni", "conf_dir": "/r/cni"}
-    assert cri["containerd"]["runtimes"]["runc"]["options"]["SystemdCgroup"] is False
+    assert config["ttrpc"]["address"] == "/r/containerd/c.sock.ttrpc"
+    assert config["imports"] == []
+    assert config["plugins"]["io.containerd.internal.v1.opt"]["path"] == "/r/containerd/opt"
+    assert config["plugins"]["io.containerd.nri.v1.nri"]["disable"] is True
+    # The containerd 1.x CRI plugin section would be ignored by 2.x (and the keys below would be lost).
+    assert "sandbox_image" not in config["plugins"].get("io.containerd.grpc.v1.cri", {})
+
+
+def test_containerd_config_enables_cdi_on_the_node_private_spec_dir():
+    runtime = _containerd_config()["plugins"]["io.containerd.cri.v1.runtime"]
+    assert runtime["enable_cdi"] is True
+    assert runtime["cdi_spec_dirs"] == ["/var/run/cdi"]
+    assert "/var/run/cdi" in NODE_PRIVATE_PATHS  # so each cluster has its own spec directory
+
+
+def test_containerd_config_cri_runtime_and_images():
+    plugins = _containerd_config()["plugins"]
+    runtime = plugins["io.containerd.cri.v1.runtime"]
+    assert runtime["restrict_oom_score_adj"] is True  # our VM refuses negative oom_score_adj
+    assert runtime["cni"] == {"bin_dirs": ["/usr/lib/cni"], "conf_dir": "/r/cni"}
+    runc = runtime["containerd"]["runtimes"]["runc"]
+    assert runtime["containerd"]["default_runtime_name"] == "runc"
+    assert runc["runtime_type"] == "io.containerd.runc.v2"
+    assert runc["runtime_path"] == "/cache/containerd/v2.3.4/containerd-shim-runc-v2"
+    assert runc["options"] == {"BinaryName": "/usr/sbin/runc", "SystemdCgroup": False}
+    images = plugins["io.containerd.cri.v1.images"]
+    assert images["pinned_images"] == {"sandbox": "img:v1"} and images["snapshotter"] == "overlayfs"
+    assert plugins["io.containerd.grpc.v1.cri"]["stream_server_address"] == "127.0.0.1"
 
 
 def test_cni_conflist_has_no_masquerade_and_uses_our_bridge():
@@ -91,3 +127,10 @@ def test_layout_private_paths_live_under_the_run():
     assert layout.private("/run/netns").parent == layout.root / "node"
     # socket paths inside the kubelet root must fit sun_path (107 bytes)
     assert len(str(layout.kubelet_root / "device-plugins" / "a-reasonably-long-plugin-name.sock")) < 107
+
+
+def test_containerd_argv_and_env_put_our_shim_first_on_path():
+    argv = components.containerd_argv(Path("/cache/containerd/v2.3.4/containerd"), Path("/r/containerd/config.toml"))
+    assert argv == ["/cache/containerd/v2.3.4/containerd", "--config=/r/containerd/config.toml"]
+    env = components.containerd_env(Path("/cache/containerd/v2.3.4"), "/usr/sbin:/usr/bin")
+    assert env == {"PATH": "/cache/containerd/v2.3.4:/usr/sbin:/usr/bin"}

@@ -1,7 +1,5 @@
 """Pure helpers behind the dra/taints suites: manifests, per-version facts, known-bug data, CDI detection."""
 
-import json
-
 import pytest
 
 from device_conformance.expectations import dra as facts
@@ -74,37 +72,16 @@ def test_deny_policy_names_the_user_and_subresource():
     }
 
 
-class _Reply:
-    def __init__(self, info):
-        self.info = info
-
-
-class _Runtime:
-    def __init__(self, info):
-        self._info = info
-
-    def Status(self, request, timeout):
-        assert request.verbose
-        return _Reply(self._info)
-
-    def Version(self, request, timeout):
-        class V:
-            runtime_name, runtime_version = "containerd", "x"
-
-        return V()
-
-
 @pytest.mark.parametrize(
     ("info", "enabled", "says"),
     [
-        ({"config": json.dumps({"enableCDI": True})}, True, "enableCDI=true"),
-        ({"config": json.dumps({"enableCDI": False})}, False, "enableCDI=false"),
-        ({"config": json.dumps({"enableSelinux": False})}, False, "no enableCDI setting"),
-        ({"config": "not json"}, False, "not JSON"),
+        ({"config": {"enableCDI": True, "cdiSpecDirs": ["/var/run/cdi"]}}, True, "enableCDI=true"),
+        ({"config": {"enableCDI": False}}, False, "enableCDI=false"),
+        ({"config": {"enableSelinux": False}}, False, "no enableCDI setting"),
+        ({"config": "not json"}, False, "no JSON 'config'"),
+        ({}, False, "no JSON 'config'"),
     ],
 )
-def test_cdi_detection_from_cri_status(info, enabled, says):
-    client = cri.CRIClient.__new__(cri.CRIClient)
-    client._runtime = _Runtime(info)
-    got, why = client.cdi_enabled()
+def test_cdi_detection_from_cri_status_info(info, enabled, says):
+    got, why = cri.cdi_support(info, "containerd x")
     assert got is enabled and says in why

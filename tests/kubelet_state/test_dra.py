@@ -13,25 +13,25 @@ GO = json.loads((Path(__file__).parent / "vectors" / "devicemanager_go_vectors.j
 # list under "ClaimInfoStateList"; api-facts 6.1 printed "Entries", which only upstream's incorrect-checksum case
 # uses, and a 1.37.1 kubelet was seen writing ClaimInfoStateList on a real node).
 ONE_CLAIM = (
-    br'{"Data":"{\"kind\":\"DRACheckpoint\",\"apiVersion\":\"checkpoint.dra.kubelet.k8s.io/v1\",\"ClaimInfoStateList\":[{'
-    br'\"ClaimUID\":\"067798be-454e-4be4-9047-1aa06aea63f7\",\"ClaimName\":\"example\",\"Namespace\":\"default\",'
-    br'\"PodUIDs\":{\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},\"DriverState\":{\"test-driver.cdi.k8s.io\":{'
-    br'\"Devices\":[{\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-1\",\"RequestNames\":[\"test request\"],'
-    br'\"CDIDeviceIDs\":[\"example.com/example=cdi-example\"]}]}}}]}","Checksum":1656016162}'
+    rb'{"Data":"{\"kind\":\"DRACheckpoint\",\"apiVersion\":\"checkpoint.dra.kubelet.k8s.io/v1\",\"ClaimInfoStateList\":[{'
+    rb"\"ClaimUID\":\"067798be-454e-4be4-9047-1aa06aea63f7\",\"ClaimName\":\"example\",\"Namespace\":\"default\","
+    rb"\"PodUIDs\":{\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},\"DriverState\":{\"test-driver.cdi.k8s.io\":{"
+    rb"\"Devices\":[{\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-1\",\"RequestNames\":[\"test request\"],"
+    rb'\"CDIDeviceIDs\":[\"example.com/example=cdi-example\"]}]}}}]}","Checksum":1656016162}'
 )
 # The same claim as a 1.35+ kubelet writes it (ShareID null), upstream v1.37.1 "single-claim-info-state".
 ONE_CLAIM_135 = ONE_CLAIM.replace(
-    br'\"DeviceName\":\"dev-1\",', br'\"DeviceName\":\"dev-1\",\"ShareID\":null,'
+    rb"\"DeviceName\":\"dev-1\",", rb"\"DeviceName\":\"dev-1\",\"ShareID\":null,"
 ).replace(b"1656016162", b"2570581864")
 TWO_CLAIMS_DATA = (
-    r'{\"kind\":\"DRACheckpoint\",\"apiVersion\":\"checkpoint.dra.kubelet.k8s.io/v1\",\"ClaimInfoStateList\":[{\"ClaimUID\":'
-    r'\"067798be-454e-4be4-9047-1aa06aea63f7\",\"ClaimName\":\"example-1\",\"Namespace\":\"default\",\"PodUIDs\":{'
-    r'\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},\"DriverState\":{\"test-driver.cdi.k8s.io\":{\"Devices\":[{'
-    r'\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-1\",\"RequestNames\":[\"test request\"],\"CDIDeviceIDs\":['
-    r'\"example.com/example=cdi-example\"]}]}}},{\"ClaimUID\":\"4cf8db2d-06c0-7d70-1a51-e59b25b2c16c\",\"ClaimName\":'
-    r'\"example-2\",\"Namespace\":\"default\",\"PodUIDs\":{\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},'
-    r'\"DriverState\":{\"test-driver.cdi.k8s.io\":{\"Devices\":[{\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-2\",'
-    r'\"RequestNames\":null,\"CDIDeviceIDs\":null}]}}}]}'
+    r"{\"kind\":\"DRACheckpoint\",\"apiVersion\":\"checkpoint.dra.kubelet.k8s.io/v1\",\"ClaimInfoStateList\":[{\"ClaimUID\":"
+    r"\"067798be-454e-4be4-9047-1aa06aea63f7\",\"ClaimName\":\"example-1\",\"Namespace\":\"default\",\"PodUIDs\":{"
+    r"\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},\"DriverState\":{\"test-driver.cdi.k8s.io\":{\"Devices\":[{"
+    r"\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-1\",\"RequestNames\":[\"test request\"],\"CDIDeviceIDs\":["
+    r"\"example.com/example=cdi-example\"]}]}}},{\"ClaimUID\":\"4cf8db2d-06c0-7d70-1a51-e59b25b2c16c\",\"ClaimName\":"
+    r"\"example-2\",\"Namespace\":\"default\",\"PodUIDs\":{\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},"
+    r"\"DriverState\":{\"test-driver.cdi.k8s.io\":{\"Devices\":[{\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-2\","
+    r"\"RequestNames\":null,\"CDIDeviceIDs\":null}]}}}]}"
 )
 TWO_CLAIMS = ('{"Data":"' + TWO_CLAIMS_DATA + '","Checksum":1582256999}').encode()
 # Upstream's "incorrect-checksum" case: its Data uses the key "Entries"; 2930258365 is not its CRC.
@@ -47,8 +47,13 @@ LEGACY = (
 
 
 def _claim(name: str, devices: list) -> dra.ClaimInfoState:
-    return dra.ClaimInfoState("067798be-454e-4be4-9047-1aa06aea63f7", name, "default",
-                              ["139cdb46-f989-4f17-9561-ca10cfb509a6"], {"test-driver.cdi.k8s.io": devices})
+    return dra.ClaimInfoState(
+        "067798be-454e-4be4-9047-1aa06aea63f7",
+        name,
+        "default",
+        ["139cdb46-f989-4f17-9561-ca10cfb509a6"],
+        {"test-driver.cdi.k8s.io": devices},
+    )
 
 
 DEV1 = dra.Device("worker-1", "dev-1", ["test request"], ["example.com/example=cdi-example"])
@@ -129,8 +134,9 @@ def test_legacy_with_wrong_checksum_lists_each_layout():
     assert not any(parsed.readable_by(m) for m in range(26, 36))
 
 
-@pytest.mark.parametrize("vector", [v for v in GO if v["kind"] == "dra_old"],
-                         ids=[v["name"] for v in GO if v["kind"] == "dra_old"])
+@pytest.mark.parametrize(
+    "vector", [v for v in GO if v["kind"] == "dra_old"], ids=[v["name"] for v in GO if v["kind"] == "dra_old"]
+)
 def test_go_legacy_vectors_each_layout(vector):
     parsed = dra.parse(vector["file"].encode())
     got = dict(parsed.candidates)
@@ -146,8 +152,9 @@ def test_go_legacy_files_reencode_byte_for_byte(name):
     assert dra.encode_legacy(dra.parse(data).legacy_entries) == data
 
 
-@pytest.mark.parametrize("vector", [v for v in GO if v["kind"] == "dra_new"],
-                         ids=[v["name"] for v in GO if v["kind"] == "dra_new"])
+@pytest.mark.parametrize(
+    "vector", [v for v in GO if v["kind"] == "dra_new"], ids=[v["name"] for v in GO if v["kind"] == "dra_new"]
+)
 def test_go_v1_vectors(vector):
     go = vector["new"]
     data = vector["file"].encode()

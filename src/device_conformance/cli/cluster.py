@@ -7,13 +7,16 @@ import os
 from pathlib import Path
 
 from device_conformance.binaries import cache_root, ensure_binaries
+from device_conformance.containerd_build import ensure_containerd
 from device_conformance.errors import BadInput
-from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, PREVIOUS_MINOR_VERSION, KubeVersion
 from device_conformance.images.build import build_images
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    setup = subparsers.add_parser("setup", help="install what is missing: Debian packages, Kubernetes binaries, images")
+    setup = subparsers.add_parser(
+        "setup", help="install what is missing: Debian packages, Kubernetes and containerd binaries, images"
+    )
     _version_option(setup)
     setup.add_argument("--no-packages", action="store_true", help="do not apt-get install missing packages")
     setup.set_defaults(func=_setup)
@@ -50,9 +53,22 @@ def _setup(args: argparse.Namespace) -> int:
         print(f"Debian packages: {'installed ' + ', '.join(installed) if installed else 'all present'}")
     binaries = ensure_binaries(version, user_dir=_bin_dir(), progress=print)
     print(f"Kubernetes {version.tag}: {binaries.directory} ({binaries.source})")
+    _ensure_upgrade_kubelet(version)
+    containerd = ensure_containerd(progress=print)
+    print(f"containerd {containerd.version}: {containerd.directory} ({containerd.source})")
     for image in build_images(cache_root() / "images"):
         print(f"image {image.name}: {image.tarball}")
     return 0
+
+
+def _ensure_upgrade_kubelet(version: KubeVersion) -> None:
+    """The upgrade tests' starting kubelet (one minor below), so a fresh machine has it before the suite."""
+    previous = KubeVersion.parse(os.environ.get("UPGRADE_FROM") or PREVIOUS_MINOR_VERSION)
+    if (previous.major, previous.minor) != (version.major, version.minor - 1):
+        print(f"upgrade tests: {previous} is not one minor below {version}; set UPGRADE_FROM to build theirs")
+        return
+    binaries = ensure_binaries(previous, progress=print)
+    print(f"Kubernetes {previous.tag} (upgrade tests start from it): {binaries.directory} ({binaries.source})")
 
 
 def _bin_dir() -> Path | None:

@@ -10,8 +10,9 @@ from device_conformance.errors import BadInput
 # The newest release whose module zip the Go module proxy serves on our machines: k8s.io/kubernetes
 # v1.37.2 answers "403 This module version is not available", v1.37.1 builds. See README.md.
 DEFAULT_K8S_VERSION = "1.37.1"
-# The previous minor, for kubelet upgrade tests (newest 1.36 patch on the proxy).
-PREVIOUS_MINOR_VERSION = "1.36.5"
+# The previous minor, for kubelet upgrade tests: the newest 1.36 patch that builds here. The proxy lists
+# v1.36.5 but its checksum database answers 404 for it, so `go` refuses it; v1.36.4 verifies.
+PREVIOUS_MINOR_VERSION = "1.36.4"
 
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
 

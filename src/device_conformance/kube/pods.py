@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kubernetes import client
 
@@ -11,6 +11,24 @@ from device_conformance.images.build import WORKLOAD_IMAGE
 from device_conformance.kube.client import Kube
 
 RUN_LABEL = "device-conformance/run"
+
+
+def container_spec(
+    name: str,
+    command: list[str],
+    *,
+    resources: Mapping[str, int] | None = None,
+    restart_policy: str | None = None,
+) -> dict:
+    """A busybox container (our locally built image; nothing can be pulled here). An init container
+    with restart_policy="Always" is a sidecar."""
+    container: dict = {"name": name, "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never", "command": command}
+    if resources:
+        limits = {key: str(value) for key, value in resources.items()}
+        container["resources"] = {"limits": limits, "requests": limits}
+    if restart_policy:
+        container["restartPolicy"] = restart_policy
+    return container
 
 
 def pod_manifest(
@@ -21,32 +39,25 @@ def pod_manifest(
     resources: Mapping[str, int] | None = None,
     node_name: str | None = None,
     labels: Mapping[str, str] | None = None,
+    init_containers: Sequence[dict] = (),
+    finalizers: Sequence[str] = (),
 ) -> dict:
-    """A busybox pod (our locally built image; nothing can be pulled here)."""
-    container: dict = {
-        "name": "main",
-        "image": WORKLOAD_IMAGE,
-        "imagePullPolicy": "Never",
-        "command": command,
-    }
-    if resources:
-        limits = {key: str(value) for key, value in resources.items()}
-        container["resources"] = {"limits": limits, "requests": limits}
+    """A pod whose container "main" runs `command`; init_containers are container_spec() dicts."""
     spec: dict = {
         "restartPolicy": restart_policy,
         "dnsPolicy": "Default",  # no cluster DNS in these clusters
         "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": 1,
-        "containers": [container],
+        "containers": [container_spec("main", command, resources=resources)],
     }
+    if init_containers:
+        spec["initContainers"] = list(init_containers)
     if node_name:
         spec["nodeName"] = node_name
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {RUN_LABEL: "true", **(labels or {})}},
-        "spec": spec,
-    }
+    metadata: dict = {"name": name, "labels": {RUN_LABEL: "true", **(labels or {})}}
+    if finalizers:
+        metadata["finalizers"] = list(finalizers)
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def unique_name(prefix: str) -> str:
@@ -59,6 +70,20 @@ def create(kube: Kube, namespace: str, manifest: dict) -> client.V1Pod:
 
 def read(kube: Kube, namespace: str, name: str) -> client.V1Pod:
     return kube.core.read_namespaced_pod(name, namespace)
+
+
+def remove_finalizers(kube: Kube, namespace: str, name: str) -> None:
+    """Let a pod kept by a finalizer go (a no-op when it is already gone)."""
+    try:
+        kube.core.patch_namespaced_pod(name, namespace, {"metadata": {"finalizers": None}})
+    except client.ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def force_delete(kube: Kube, namespace: str, name: str) -> None:
+    """Delete with grace 0: the API object goes at once, whatever the kubelet is doing."""
+    kube.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
 
 
 def is_ready(pod: client.V1Pod) -> bool:

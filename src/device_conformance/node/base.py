@@ -6,6 +6,8 @@ import signal
 from pathlib import Path
 from typing import Protocol
 
+from device_conformance.node.cri import Sandbox
+
 KUBELET_ROOT = Path("/var/lib/kubelet")
 
 
@@ -60,6 +62,15 @@ class NodeControl(Protocol):
         ...
 
     def kubelet_log_since(self, mark: int) -> str: ...
+
+    # -- container runtime -------------------------------------------------------------------
+    def pod_sandboxes(self) -> list[Sandbox]:
+        """The container runtime's pod sandboxes (CRI ListPodSandbox), ready or not."""
+        ...
+
+    def runtime_info(self) -> dict:
+        """The container runtime's verbose CRI Status info (containerd: {"config": {...}, ...})."""
+        ...
 
     # -- whole-node faults -------------------------------------------------------------------
     def simulate_reboot(self) -> int:

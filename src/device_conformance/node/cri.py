@@ -1,9 +1,10 @@
-"""A minimal CRI client: enough to simulate a node reboot as upstream does (remove every sandbox)."""
+"""A minimal CRI client: simulate a node reboot as upstream does (remove every sandbox); read runtime Status."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
@@ -41,21 +42,17 @@ class CRIClient:
         reply = self._runtime.Version(api_pb2.VersionRequest(version="v1"), timeout=CRI_TIMEOUT_SECONDS)
         return f"{reply.runtime_name} {reply.runtime_version}"
 
-    def cdi_enabled(self) -> tuple[bool, str]:
-        """Whether the runtime injects CDI devices, and what told us so.
-
-        containerd reports its CRI config as JSON in the verbose Status info under "config"; 1.7+ has
-        `enableCDI` there (default on in 2.x). A runtime without the key (containerd 1.6) has no CDI."""
+    def status_info(self) -> dict[str, Any]:
+        """The runtime's verbose Status info, JSON values decoded (containerd: its effective CRI config
+        under "config", with enableCDI and cdiSpecDirs)."""
         reply = self._runtime.Status(api_pb2.StatusRequest(verbose=True), timeout=CRI_TIMEOUT_SECONDS)
-        runtime = self.version()
-        try:
-            config = json.loads(reply.info.get("config", "{}"))
-        except json.JSONDecodeError:
-            return False, f"{runtime}: CRI Status info 'config' is not JSON"
-        if "enableCDI" not in config:
-            return False, f"{runtime}: its CRI config has no enableCDI setting (no CDI support)"
-        enabled = bool(config["enableCDI"])
-        return enabled, f"{runtime}: CRI config enableCDI={str(enabled).lower()}"
+        info: dict[str, Any] = {}
+        for key, value in reply.info.items():
+            try:
+                info[key] = json.loads(value)
+            except ValueError:
+                info[key] = value
+        return info
 
     def sandboxes(self) -> list[Sandbox]:
         reply = self._runtime.ListPodSandbox(api_pb2.ListPodSandboxRequest(), timeout=CRI_TIMEOUT_SECONDS)
@@ -90,3 +87,15 @@ class CRIClient:
         for sandbox in removed:
             self.remove_sandbox(sandbox.id)
         return removed
+
+
+def cdi_support(info: dict[str, Any], runtime: str = "the runtime") -> tuple[bool, str]:
+    """(CDI on, why) from verbose CRI Status info: containerd 1.7+ reports `enableCDI` in its "config"
+    (on by default in 2.x); a runtime whose config has no such key (containerd 1.6) has no CDI at all."""
+    config = info.get("config")
+    if not isinstance(config, dict):
+        return False, f"{runtime}: CRI Status info has no JSON 'config'"
+    if "enableCDI" not in config:
+        return False, f"{runtime}: its CRI config has no enableCDI setting (no CDI support)"
+    enabled = config["enableCDI"] is True
+    return enabled, f"{runtime}: CRI config enableCDI={str(config['enableCDI']).lower()}"

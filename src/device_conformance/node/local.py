@@ -9,7 +9,7 @@ from pathlib import Path
 from device_conformance.binaries import ensure_binaries
 from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.node.cri import CRIClient
+from device_conformance.node.cri import CRIClient, Sandbox
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS
 from device_conformance.wait.core import Pending, until
@@ -111,6 +111,15 @@ class LocalNode:
             log.seek(mark)
             return log.read().decode(errors="replace")
 
+    # -- container runtime -------------------------------------------------------------------
+    def pod_sandboxes(self) -> list[Sandbox]:
+        with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
+            return cri.sandboxes()
+
+    def runtime_info(self) -> dict:
+        with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
+            return cri.status_info()
+
     # -- whole-node faults -------------------------------------------------------------------
     def remove_all_sandboxes(self) -> int:
         with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
@@ -121,11 +130,6 @@ class LocalNode:
         removed = self.remove_all_sandboxes()
         self.start_kubelet(*self._current_binary())
         return removed
-
-    def runtime_cdi(self) -> tuple[bool, str]:
-        """(CDI enabled, explanation) as the node's container runtime reports it."""
-        with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:
-            return cri.cdi_enabled()
 
     def containers_running(self) -> int:
         with CRIClient(str(self.cluster.layout.containerd_socket)) as cri:

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from device_conformance.expectations.versions import DEFAULT_K8S_VERSION
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, PREVIOUS_MINOR_VERSION
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -30,6 +30,12 @@ def add_options(parser: pytest.Parser) -> None:
         "--k8s-bin-dir",
         default=os.environ.get("K8S_BIN_DIR"),
         help="directory with kubelet, kube-apiserver, kube-controller-manager, kube-scheduler (env K8S_BIN_DIR)",
+    )
+    group.addoption(
+        "--upgrade-from",
+        default=os.environ.get("UPGRADE_FROM") or PREVIOUS_MINOR_VERSION,
+        help="kubelet version the upgrade tests start from, one minor below the version under test "
+        f"(env UPGRADE_FROM; default {PREVIOUS_MINOR_VERSION})",
     )
     group.addoption(
         "--keep-cluster",

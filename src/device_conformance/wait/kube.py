@@ -74,3 +74,23 @@ def for_pod_gone(kube: Kube, namespace: str, name: str, timeout: float = 120) ->
         return Pending(pods.summary(pod))
 
     until(probe, what=f"pod {namespace}/{name} to be deleted", timeout=timeout)
+
+
+def for_log_line(
+    kube: Kube, namespace: str, name: str, prefix: str, container: str = "main", timeout: float = 30
+) -> str:
+    """The rest of the first log line that starts with `prefix` (the current container instance's log)."""
+
+    def probe() -> str | Pending:
+        text = pods.logs(kube, namespace, name, container)
+        for line in text.splitlines():
+            if line.startswith(prefix):
+                return line[len(prefix) :]
+        return Pending(f"log so far: {text[-300:]!r}")
+
+    return until(probe, what=f"a {prefix!r} line in the log of {namespace}/{name} [{container}]", timeout=timeout)
+
+
+def for_admission_failure(kube: Kube, namespace: str, name: str, timeout: float = POD_START_TIMEOUT) -> client.V1Pod:
+    """Wait for the pod to end Failed (as a kubelet admission rejection does); returns it."""
+    return for_pod_phase(kube, namespace, name, "Failed", timeout=timeout)

@@ -8,13 +8,16 @@ process, also after a crash.
 
 from __future__ import annotations
 
+import os
 import secrets
+import shutil
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from device_conformance.binaries import BinarySet
+from device_conformance.containerd_build import ContainerdBinaries
 from device_conformance.errors import ConformanceError
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.versions import KubeVersion
@@ -36,17 +39,20 @@ STARTUP_TIMEOUT = 120
 
 
 class LocalCluster:
-    def __init__(self, layout: RunLayout, state: RunState, binaries: BinarySet) -> None:
+    def __init__(self, layout: RunLayout, state: RunState, binaries: BinarySet, containerd: ContainerdBinaries) -> None:
         self.layout = layout
         self.state = state
         self.binaries = binaries
+        self.containerd = containerd
         self.pki = Pki(layout.pki)
         self.ports = ports.Ports(**state.ports)
         self.settings = settings_for(binaries.version)
 
     # ---- bring-up -------------------------------------------------------------------------
     @classmethod
-    def create(cls, binaries: BinarySet, images: list[Image], log: Log = print) -> LocalCluster:
+    def create(
+        cls, binaries: BinarySet, containerd: ContainerdBinaries, images: list[Image], log: Log = print
+    ) -> LocalCluster:
         run_id = "r" + secrets.token_hex(3)
         layout = RunLayout.for_run(run_id)
         layout.root.mkdir(parents=True)
@@ -56,8 +62,9 @@ class LocalCluster:
         state.subnet = f"10.{88 + (state.ports['etcd_client'] // ports.PORTS_PER_RUN) % 150}.0.0/24"
         state.cgroup_root = f"/device-conformance-{run_id}"
         state.binaries_dir = str(binaries.directory)
+        state.containerd_dir = str(containerd.directory)
         state.save(layout)
-        cluster = cls(layout, state, binaries)
+        cluster = cls(layout, state, binaries, containerd)
         try:
             cluster._bring_up(images, log)
         except BaseException:
@@ -85,10 +92,12 @@ class LocalCluster:
             f"cluster {self.state.run_id} up in {time.monotonic() - started:.1f}s (kubeconfig {self.layout.kubeconfig})"
         )
 
-    def _start(self, name: str, argv: list[str], in_node: bool = False) -> ProcessRecord:
+    def _start(
+        self, name: str, argv: list[str], in_node: bool = False, env: dict[str, str] | None = None
+    ) -> ProcessRecord:
         if in_node:
             argv = self.namespace.wrap(argv)
-        process = spawn(name, argv, self.layout.log(name))
+        process = spawn(name, argv, self.layout.log(name), env=env)
         self.state.record(process)
         self.state.save(self.layout)
         return process
@@ -151,10 +160,20 @@ class LocalCluster:
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(
             configs.containerd_config(
-                self.layout.containerd, self.layout.containerd_socket, self.layout.cni_conf_dir, PAUSE_IMAGE
+                self.layout.containerd,
+                self.layout.containerd_socket,
+                self.layout.cni_conf_dir,
+                PAUSE_IMAGE,
+                shim=self.containerd.path("containerd-shim-runc-v2"),
+                runc=shutil.which("runc") or "runc",
             )
         )
-        self._start("containerd", ["containerd", f"--config={config}"], in_node=True)
+        self._start(
+            "containerd",
+            components.containerd_argv(self.containerd.path("containerd"), config),
+            in_node=True,
+            env=components.containerd_env(self.containerd.directory, os.environ.get("PATH", "")),
+        )
         self._wait_healthy("containerd", self._cri_answers)
         for image in images:
             run(self.ctr(["images", "import", "--no-unpack=false", str(image.tarball)]), timeout=120)
@@ -182,7 +201,8 @@ class LocalCluster:
             return False
 
     def ctr(self, argv: list[str]) -> list[str]:
-        return ["ctr", f"--address={self.layout.containerd_socket}", "--namespace=k8s.io", *argv]
+        ctr = str(self.containerd.path("ctr"))
+        return [ctr, f"--address={self.layout.containerd_socket}", "--namespace=k8s.io", *argv]
 
     # ---- the kubelet (node control builds on these) ---------------------------------------
     @property

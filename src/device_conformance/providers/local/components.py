@@ -114,3 +114,13 @@ def kubelet_argv(
         "--v=2",
         *settings.gates_flag(),
     ]
+
+
+def containerd_argv(binary: Path, config: Path) -> list[str]:
+    return [str(binary), f"--config={config}"]
+
+
+def containerd_env(bin_dir: Path, path: str) -> dict[str, str]:
+    """Our containerd's directory first on PATH: containerd finds the io.containerd.runc.v2 shim through PATH
+    for containers not made through CRI (`ctr run`), and Debian's 1.6 shim there cannot talk to a 2.x daemon."""
+    return {"PATH": f"{bin_dir}:{path}" if path else str(bin_dir)}

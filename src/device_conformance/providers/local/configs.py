@@ -11,42 +11,66 @@ from device_conformance.expectations.cluster import ComponentSettings
 from device_conformance.providers.local.ports import Ports
 
 CNI_BIN_DIR = "/usr/lib/cni"  # where Debian's containernetworking-plugins installs
+CDI_SPEC_DIR = "/var/run/cdi"  # a node-private path (layout.NODE_PRIVATE_PATHS)
 
 
-def containerd_config(root: Path, socket: Path, cni_conf_dir: Path, sandbox_image: str) -> str:
-    """containerd 1.6/1.7 (config version 2) with all state under the run directory."""
-    cri = 'plugins."io.containerd.grpc.v1.cri"'
-    return f"""version = 2
-root = "{root / "root"}"
-state = "{root / "state"}"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs"]
+def containerd_config(
+    root: Path, socket: Path, cni_conf_dir: Path, sandbox_image: str, shim: Path, runc: str = "runc"
+) -> str:
+    """containerd 2.x (config version 3, read by 2.0+) with all state under the run directory.
+
+    CDI is on: DRA drivers write CDI spec files to /var/run/cdi, which inside the node's mount
+    namespace is this run's private directory (layout.NODE_PRIVATE_PATHS). /etc/cdi is left out on
+    purpose: it is shared host state, and one cluster's specs must not reach another's containers.
+    """
+    runtime = "plugins.'io.containerd.cri.v1.runtime'"
+    return f"""version = 3
+root = '{root / "root"}'
+state = '{root / "state"}'
+# No drop-ins from the host's /etc/containerd/conf.d: this file is the whole configuration.
+imports = []
 
 [grpc]
-  address = "{socket}"
+  address = '{socket}'
 
 [ttrpc]
-  address = "{socket}.ttrpc"
+  address = '{socket}.ttrpc'
 
-[plugins."io.containerd.internal.v1.opt"]
-  path = "{root / "opt"}"
+[plugins.'io.containerd.internal.v1.opt']
+  path = '{root / "opt"}'
 
-[{cri}]
-  sandbox_image = "{sandbox_image}"
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  # Our hosts refuse a negative oom_score_adj (no CAP_SYS_RESOURCE in the VM sandbox); clamp instead of failing.
+# NRI listens on the host path /var/run/nri/nri.sock, which every cluster would share; nothing uses it.
+[plugins.'io.containerd.nri.v1.nri']
+  disable = true
+
+[plugins.'io.containerd.grpc.v1.cri']
+  stream_server_address = '127.0.0.1'
+  stream_server_port = '0'
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = 'overlayfs'
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    # No registry here: our own pause image, imported before the kubelet starts.
+    sandbox = '{sandbox_image}'
+
+[{runtime}]
+  # Our hosts refuse a negative oom_score_adj (no CAP_SYS_RESOURCE in the VM sandbox); clamp instead of
+  # failing (runc would otherwise die with "can't get final child's PID from pipe").
   restrict_oom_score_adj = true
-  [{cri}.containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [{cri}.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [{cri}.containerd.runtimes.runc.options]
+  enable_cdi = true
+  cdi_spec_dirs = ['{CDI_SPEC_DIR}']
+  [{runtime}.containerd]
+    default_runtime_name = 'runc'
+    [{runtime}.containerd.runtimes.runc]
+      runtime_type = 'io.containerd.runc.v2'
+      # Our shim, not whichever containerd-shim-runc-v2 comes first on PATH (e.g. Debian's 1.6 one).
+      runtime_path = '{shim}'
+      [{runtime}.containerd.runtimes.runc.options]
+        BinaryName = '{runc}'
         SystemdCgroup = false
-  [{cri}.cni]
-    bin_dir = "{CNI_BIN_DIR}"
-    conf_dir = "{cni_conf_dir}"
+  [{runtime}.cni]
+    bin_dirs = ['{CNI_BIN_DIR}']
+    conf_dir = '{cni_conf_dir}'
 """
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from device_conformance.binaries import cache_root, ensure_binaries
+from device_conformance.containerd_build import ensure_containerd
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.images.build import build_images
 from device_conformance.kube.client import Kube
@@ -28,17 +29,19 @@ class LocalProvider:
         self.cluster: LocalCluster | None = None
 
     def prepare(self) -> None:
-        """Everything that needs no cluster: host checks, binaries, images (idempotent)."""
+        """Everything that needs no cluster: host checks, binaries (Kubernetes, containerd), images (idempotent)."""
         host.preflight()
         ensure_binaries(self.version, user_dir=self.bin_dir, progress=self.log)
+        ensure_containerd(progress=self.log)
         build_images(cache_root() / "images")
 
     def up(self) -> ClusterHandle:
         host.preflight()
         clean_leftovers(self.log)
         binaries = ensure_binaries(self.version, user_dir=self.bin_dir, progress=self.log)
+        containerd = ensure_containerd(progress=self.log)
         images = build_images(cache_root() / "images")
-        self.cluster = LocalCluster.create(binaries, images, self.log)
+        self.cluster = LocalCluster.create(binaries, containerd, images, self.log)
         kube = Kube.from_kubeconfig(self.cluster.layout.kubeconfig)
         try:
             for_node_ready(kube, self.cluster.state.node_name)

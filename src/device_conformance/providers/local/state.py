@@ -24,6 +24,7 @@ class RunState:
     subnet: str = ""
     cgroup_root: str = ""
     binaries_dir: str = ""
+    containerd_dir: str = ""
     namespace_holder: int = 0
     namespace_inode: int = 0
     processes: dict[str, dict] = field(default_factory=dict)
@@ -49,8 +50,8 @@ class RunState:
 
     @classmethod
     def load(cls, layout: RunLayout) -> RunState:
-        # Unknown keys are ignored: a run written by a newer checkout of the harness (running at the same
-        # time on this machine) must still read as alive, or its cluster would be torn down as a leftover.
+        """Unknown keys are dropped: a run written by another version of this harness (another checkout
+        running at the same time) must still be recognised as alive, or torn down after a crash."""
         data = json.loads(layout.state_file.read_text())
         known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        return cls(**{key: value for key, value in data.items() if key in known})

@@ -1,0 +1,82 @@
+"""containerd 2.x built from the Go module proxy, cached per version like the Kubernetes binaries.
+
+Debian's containerd 1.6.20 has no CDI, and DRA drivers hand devices to containers through CDI spec
+files (/var/run/cdi), so the local provider runs containerd 2.x (CDI on by default). The go.mod of
+v2.2.1+ and v2.3.x has no replace/exclude directive, so a plain `go install pkg@version` builds it.
+runc stays Debian's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from device_conformance.binaries import Progress, cache_root, ensure_cached
+from device_conformance.errors import BadInput
+from device_conformance.gobuild import go_binary, run_go
+
+# 2.3 is an LTS line (RELEASES.md: supported to 2028-04-30); Kubernetes 1.36 lists 2.2.0+/2.3.0+.
+DEFAULT_VERSION = "v2.3.4"
+MODULE = "github.com/containerd/containerd/v2"
+BINARIES = ("containerd", "containerd-shim-runc-v2", "ctr")
+# BUILDING.md: these snapshotters need cgo or kernel headers, and we use overlayfs. The shim is built
+# the way upstream's Makefile builds it (SHIM_CGO_ENABLED=0, tag no_grpc).
+DAEMON_TAGS = "no_btrfs,no_devmapper,no_zfs"
+SHIM_TAGS = "no_grpc"
+VERSION_RE = re.compile(r"^v?(2\.\d+\.\d+)$")
+
+
+@dataclass(frozen=True)
+class ContainerdBinaries:
+    version: str
+    directory: Path
+    source: str
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
+
+
+def wanted_version() -> str:
+    """CONTAINERD_VERSION from the environment (e.g. v2.2.7), else the default; always 'v'-prefixed."""
+    value = os.environ.get("CONTAINERD_VERSION") or DEFAULT_VERSION
+    match = VERSION_RE.match(value)
+    if match is None:
+        raise BadInput(
+            f"CONTAINERD_VERSION={value} is not a containerd 2.x release",
+            f"use a version like {DEFAULT_VERSION} (v2.2.1+ or v2.3.x build with `go install`), "
+            "or unset CONTAINERD_VERSION",
+        )
+    return "v" + match.group(1)
+
+
+def ldflags(version: str) -> str:
+    """Stamp the version, so `containerd --version` and the CRI Version RPC report it."""
+    return f"-s -w -X {MODULE}/version.Version={version}"
+
+
+def install_commands(go: str, version: str) -> list[list[str]]:
+    """The two `go install` invocations (daemon + ctr, then the shim with its own tags)."""
+    common = [go, "install", "-v", "-trimpath", "-ldflags", ldflags(version)]
+    return [
+        [*common, "-tags", DAEMON_TAGS, f"{MODULE}/cmd/containerd@{version}", f"{MODULE}/cmd/ctr@{version}"],
+        [*common, "-tags", SHIM_TAGS, f"{MODULE}/cmd/containerd-shim-runc-v2@{version}"],
+    ]
+
+
+def ensure_containerd(version: str | None = None, *, progress: Progress = print) -> ContainerdBinaries:
+    """containerd, its runc shim and ctr of `version`, built from the Go module proxy when not cached."""
+    version = version or wanted_version()
+    cached = cache_root() / "containerd" / version
+
+    def build(staging: Path) -> str:
+        go = go_binary(f"containerd {version} binaries", alternative=None)
+        progress(f"building containerd {version} from the Go module proxy (a cold build takes a few minutes)")
+        # CGO off: static binaries, no C toolchain needed; GOBIN puts them into the staging directory.
+        env = {"CGO_ENABLED": "0", "GOBIN": str(staging), "GOFLAGS": "-buildvcs=false"}
+        for argv in install_commands(go, version):
+            run_go(argv, staging, f"containerd {version}", progress, env=env)
+        return "go install"
+
+    return ContainerdBinaries(version, cached, ensure_cached(cached, BINARIES, build, progress))

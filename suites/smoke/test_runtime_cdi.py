@@ -1,0 +1,65 @@
+"""Smoke: the container runtime applies CDI specs, which the DRA suites (and CDI device plugins) rely on.
+
+A DRA driver (or a device plugin, KEP-4009) names CDI devices; the runtime resolves them from spec
+files under /var/run/cdi and applies their container edits. Debian's containerd 1.6 had no CDI at all.
+"""
+
+import json
+import uuid
+
+import pytest
+
+from device_conformance.fakes.device_plugin import AllocateConfig
+from device_conformance.kube import pods
+from device_conformance.pytest_plugin.report import attach_on_failure
+from device_conformance.wait import kube as wait
+from device_conformance.wait.core import Pending, until
+
+pytestmark = pytest.mark.smoke
+
+CDI_DIR = "/var/run/cdi"
+CDI_KIND = "example.com/dev"
+POD_TIMEOUT = 60
+
+
+def test_runtime_reports_cdi_enabled_on_the_spec_dir(node):
+    """The runtime's own effective config (CRI Status, verbose) has CDI on and reads /var/run/cdi."""
+    config = node.runtime_info()["config"]
+    assert config["enableCDI"] is True, config
+    assert CDI_DIR in config["cdiSpecDirs"], config["cdiSpecDirs"]
+
+
+@pytest.fixture
+def cdi_device(node, request):
+    """A CDI spec file under the node's /var/run/cdi: one device whose edits set FOO=bar; removed afterwards."""
+    name = f"dc-{uuid.uuid4().hex[:8]}"  # unique: two specs with one device name would conflict
+    spec = {
+        "cdiVersion": "0.6.0",
+        "kind": CDI_KIND,
+        "devices": [{"name": name, "containerEdits": {"env": ["FOO=bar", f"DC_CDI_DEVICE={name}"]}}],
+    }
+    path = f"{CDI_DIR}/{name}.json"
+    node.write_file(path, json.dumps(spec).encode(), mode=0o644)
+    attach_on_failure(request.node, f"CDI spec {path}", lambda: json.dumps(spec, indent=1))
+    yield f"{CDI_KIND}={name}"
+    node.delete_file(path)
+
+
+def test_cdi_device_edits_reach_the_container(kube, node, namespace, make_pod, device_plugin, cdi_device):
+    """A device plugin answers Allocate with only a CDI device name; the env comes from the spec file."""
+    plugin = device_plugin(devices=("dev-0",), allocate=AllocateConfig(cdi_devices=[cdi_device]))
+    resource = plugin.config.resource_name
+    wait.for_resource_counts(kube, node.name, resource, 1, 1, timeout=15)
+    pod = make_pod(
+        "cdi", ["sh", "-c", 'echo "FOO=$FOO DC_CDI_DEVICE=$DC_CDI_DEVICE"; exec sleep 86400'], resources={resource: 1}
+    )
+    wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
+    allocated = plugin.calls("Allocate")
+    assert len(allocated) == 1
+
+    def env_line():
+        log = pods.logs(kube, namespace, pod.metadata.name).strip()
+        return log or Pending("no log line yet")
+
+    line = until(env_line, what=f"the env line of {namespace}/{pod.metadata.name}", timeout=30)
+    assert line == f"FOO=bar DC_CDI_DEVICE={cdi_device.split('=', 1)[1]}"

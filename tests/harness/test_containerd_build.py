@@ -1,0 +1,68 @@
+import hashlib
+import json
+
+import pytest
+
+from device_conformance import binaries, containerd_build, gobuild
+from device_conformance.errors import BadInput
+
+MODULE = "github.com/containerd/containerd/v2"
+
+
+def test_install_commands_build_daemon_ctr_and_shim_at_one_version():
+    daemon, shim = containerd_build.install_commands("/usr/bin/go", "v2.3.4")
+    assert daemon[:3] == ["/usr/bin/go", "install", "-v"]
+    assert daemon[daemon.index("-tags") + 1] == "no_btrfs,no_devmapper,no_zfs"
+    assert daemon[-2:] == [f"{MODULE}/cmd/containerd@v2.3.4", f"{MODULE}/cmd/ctr@v2.3.4"]
+    assert shim[shim.index("-tags") + 1] == "no_grpc"
+    assert shim[-1] == f"{MODULE}/cmd/containerd-shim-runc-v2@v2.3.4"
+    for argv in (daemon, shim):
+        assert f"-X {MODULE}/version.Version=v2.3.4" in argv[argv.index("-ldflags") + 1]
+
+
+@pytest.mark.parametrize("value,expected", [("", "v2.3.4"), ("2.2.7", "v2.2.7"), ("v2.3.4", "v2.3.4")])
+def test_wanted_version_defaults_and_normalises(monkeypatch, value, expected):
+    monkeypatch.setattr(containerd_build, "DEFAULT_VERSION", "v2.3.4")
+    monkeypatch.setenv("CONTAINERD_VERSION", value)
+    assert containerd_build.wanted_version() == expected
+
+
+@pytest.mark.parametrize("value", ["1.7.28", "v2.3", "latest"])
+def test_a_version_that_is_not_containerd_2_is_refused_with_the_fix(monkeypatch, value):
+    monkeypatch.setenv("CONTAINERD_VERSION", value)
+    with pytest.raises(BadInput) as excinfo:
+        containerd_build.wanted_version()
+    assert value in excinfo.value.problem and "unset CONTAINERD_VERSION" in excinfo.value.fix
+
+
+def test_missing_go_toolchain_is_reported_when_containerd_must_be_built(monkeypatch, tmp_path):
+    monkeypatch.setenv("DEVICE_CONFORMANCE_CACHE", str(tmp_path))
+    monkeypatch.setattr(gobuild.shutil, "which", lambda _: None)
+    with pytest.raises(BadInput) as excinfo:
+        containerd_build.ensure_containerd("v2.3.4", progress=lambda _: None)
+    assert "containerd v2.3.4" in excinfo.value.problem and "Go >= 1.26" in excinfo.value.fix
+    assert not (tmp_path / "containerd" / "v2.3.4").exists()  # nothing half-built is left as a cache entry
+    assert list((tmp_path / "containerd").iterdir()) == []
+
+
+def test_cached_containerd_is_reused_and_a_corrupt_one_rebuilt(monkeypatch, tmp_path):
+    monkeypatch.setenv("DEVICE_CONFORMANCE_CACHE", str(tmp_path))
+    builds = []
+
+    def fake_run_go(argv, workdir, label, progress, env=None):
+        builds.append(argv[-1])
+        for package in argv[argv.index("-ldflags") + 4 :]:
+            name = package.rsplit("/", 1)[1].split("@")[0]
+            (workdir / name).write_bytes(name.encode())
+        return 0.0
+
+    monkeypatch.setattr(containerd_build, "run_go", fake_run_go)
+    monkeypatch.setattr(containerd_build, "go_binary", lambda *a, **k: "/usr/bin/go")
+    first = containerd_build.ensure_containerd("v2.3.4", progress=lambda _: None)
+    assert first.source == "go install" and len(builds) == 2
+    manifest = json.loads((first.directory / binaries.MANIFEST).read_text())
+    assert manifest["ctr"] == hashlib.sha256(b"ctr").hexdigest()
+    assert containerd_build.ensure_containerd("v2.3.4", progress=lambda _: None).source == "cache"
+    first.path("containerd").write_bytes(b"truncated")
+    assert containerd_build.ensure_containerd("v2.3.4", progress=lambda _: None).source == "go install"
+    assert first.path("containerd").read_bytes() == b"containerd"

@@ -1,0 +1,28 @@
+"""The persisted run record: other harness versions' records stay readable (they may be alive)."""
+
+import json
+import os
+
+from device_conformance.providers.local.layout import RunLayout
+from device_conformance.providers.local.state import RunState
+
+
+def test_state_round_trips(tmp_path):
+    layout = RunLayout(tmp_path)
+    state = RunState.new("r1", "1.37.1", "dc-r1")
+    state.ports = {"etcd_client": 21000}
+    state.save(layout)
+    loaded = RunState.load(layout)
+    assert loaded == state
+    assert loaded.owner_alive()
+
+
+def test_unknown_keys_from_another_harness_version_are_ignored(tmp_path):
+    layout = RunLayout(tmp_path)
+    RunState.new("r2", "1.37.1", "dc-r2").save(layout)
+    data = json.loads(layout.state_file.read_text())
+    data["containerd_dir"] = "/somewhere"
+    layout.state_file.write_text(json.dumps(data))
+    loaded = RunState.load(layout)
+    assert loaded.run_id == "r2" and loaded.owner_pid == os.getpid()
+    assert loaded.owner_alive(), "a live run written by another checkout must not look abandoned"
