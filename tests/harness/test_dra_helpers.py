@@ -54,9 +54,10 @@ def test_resource_api_versions(version, claims, rules):
     assert (facts.resource_api_version(v), facts.device_taint_rule_api_version(v)) == (claims, rules)
 
 
-def test_shared_claim_eviction_bug_is_fixed_in_1_37_1_only_onwards():
+def test_shared_claim_eviction_bug_affects_1_35_not_1_36():
     bug = facts.SHARED_CLAIM_STALE_CONSUMER_EVICTION
-    assert bug.affected(KubeVersion.parse("1.36.5"))
+    assert bug.affected(KubeVersion.parse("1.35.0"))
+    assert not bug.affected(KubeVersion.parse("1.36.0"))
     assert not bug.affected(KubeVersion.parse("1.37.1"))
     assert "kubernetes/kubernetes#135686" in bug.reason()
 

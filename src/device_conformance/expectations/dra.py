@@ -43,13 +43,14 @@ class KnownBug:
         return f"known upstream bug {self.reference}: {self.summary}"
 
 
-# devicetainteviction handlePods returned (instead of continuing) on a stale status.reservedFor entry, so
-# later consumers of a shared claim were not evicted. Fix proposed in kubernetes/kubernetes#135686 (closed
-# unmerged); the v1.37.1 source (pkg/controller/devicetainteviction/device_taint_eviction.go, handlePods)
-# has `continue` for both NotFound and a UID mismatch, so 1.37.1 is fixed. 1.37.0 is not checked; the
-# landing PR is not identified, so this conservatively treats everything before 1.37.1 as affected.
+# devicetainteviction handlePods returned (instead of continuing) on a stale status.reservedFor entry (pod gone,
+# or UID mismatch), so later consumers of a shared claim were not evicted. Fix proposed in
+# kubernetes/kubernetes#135686 (closed unmerged). Read in the module sources (pkg/controller/devicetainteviction/
+# device_taint_eviction.go, handlePods): v1.35.0 has `return`; v1.36.0, v1.36.4, v1.36.5 and v1.37.1 have
+# `continue` (the loop became a switch when PodGroup consumers were added). 1.35 patch releases after .0 and
+# 1.33/1.34 were not read: they count as affected.
 SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
     reference="kubernetes/kubernetes#135686",
     summary="device taint eviction skips later consumers of a shared claim after a stale reservedFor entry",
-    first_fixed=KubeVersion(1, 37, 1),
+    first_fixed=KubeVersion(1, 36, 0),
 )
