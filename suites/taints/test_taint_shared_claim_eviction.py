@@ -2,9 +2,9 @@
 
 The stale-entry cases reproduce kubernetes/kubernetes#135686: handlePods returned at the first stale
 reservedFor entry (its pod gone, or replaced by one with a new UID) instead of continuing, so later
-consumers were not evicted (v1.35.0 source; fixed from v1.36.0). To keep a stale entry in place long enough, a ValidatingAdmissionPolicy bound
-to the test namespace denies the resourceclaim controller (which would drop the entry at once) its
-status updates; it is removed after the test.
+consumers were not evicted (v1.35.0 source; fixed from v1.36.0). To keep a stale entry in place long
+enough, a ValidatingAdmissionPolicy bound to the test namespace denies the resourceclaim controller
+(which would drop the entry at once) its status updates; it is removed after the test.
 """
 
 import uuid
