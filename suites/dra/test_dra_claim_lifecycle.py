@@ -8,7 +8,7 @@ from device_conformance.kube import pods
 from device_conformance.node.cri import cdi_support
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait
-from device_conformance.wait.core import stays
+from device_conformance.wait.core import Pending, stays, until
 
 pytestmark = pytest.mark.dra
 
@@ -59,17 +59,24 @@ def test_template_claim_is_prepared_and_unprepared_once(kube, namespace, dra_dri
 
 
 def test_container_sees_its_device_env(kube, node, namespace, dra_driver, dra_objects):
+    """The driver's CDI spec (one env var pair per device) reaches the container through the runtime."""
     cdi_ok, why = cdi_support(node.runtime_info(), "the node's container runtime")
     if not cdi_ok:
         pytest.skip(f"the container runtime has no CDI, so DRA devices cannot reach containers: {why}")
     driver = dra_driver(devices=("dev-0",))
     template = dra_objects.template(driver.config.driver_name)
-    pod = dra_objects.pod("env", ["sh", "-c", "env | grep ^DRA_ | sort"], template=template)
+    # It keeps running: the generated claim of a finished pod is deleted at once.
+    pod = dra_objects.pod("env", ["sh", "-c", "env | grep ^DRA_ | sort; exec sleep 86400"], template=template)
     name = pod.metadata.name
-    wait.for_pod_phase(kube, namespace, name, "Succeeded", timeout=POD_TIMEOUT)
+    wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
     claim = generated_claim(kube, namespace, dra_objects, name)
     expected = sorted(cdi.device_env(namespace, claim["metadata"]["name"], claim["metadata"]["uid"], "dev-0"))
-    assert pods.logs(kube, namespace, name).split() == expected
+
+    def env_lines():
+        lines = pods.logs(kube, namespace, name).split()
+        return lines if len(lines) >= len(expected) else Pending(f"log so far: {lines}")
+
+    assert until(env_lines, what=f"the DRA_ env lines of {namespace}/{name}", timeout=POD_TIMEOUT) == expected
 
 
 def test_shared_claim_is_prepared_once_and_unprepared_after_the_last_pod(kube, namespace, dra_driver, dra_objects):
