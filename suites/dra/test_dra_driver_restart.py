@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from device_conformance.kube import pods
+from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import stays
@@ -21,14 +21,9 @@ UNPREPARE_TIMEOUT = 90
 
 
 def slice_identity(kube, resource_api, node, driver):
-    items = dra_slices(kube, resource_api, node, driver)
+    """(uid, resourceVersion) of the driver's slices on the node: any delete or update changes it."""
+    items = dra.list_slices(kube, resource_api, node=node.name, driver=driver.config.driver_name)
     return [(i["metadata"]["uid"], i["metadata"]["resourceVersion"]) for i in items]
-
-
-def dra_slices(kube, resource_api, node, driver):
-    from device_conformance.kube import dra
-
-    return dra.list_slices(kube, resource_api, node=node.name, driver=driver.config.driver_name)
 
 
 def test_killed_driver_registers_again_when_restarted(node, dra_driver):
