@@ -38,7 +38,11 @@ def test_health_updates_reach_the_pod_status(kube, namespace, cluster, dra_drive
         what="the kubelet to open the driver's health stream",
         timeout=STREAM_TIMEOUT,
     )
-    key = ("claim:dev", f"{driver.config.driver_name}/{driver.config.pool}/dev-0")
+    # The kubelet names the device by its first CDI device ID, else <driver>/<pool>/<device> (manager.go).
+    (prepared,) = driver.prepared().values()
+    (device,) = prepared["devices"]
+    fallback = f"{driver.config.driver_name}/{device['pool_name']}/{device['device_name']}"
+    key = ("claim:dev", (device["cdi_device_ids"] or [fallback])[0])
 
     for health in ("Unhealthy", "Healthy"):
         driver.push_health({"dev-0": health})
