@@ -98,9 +98,7 @@ def test_rollout_of_a_second_instance_keeps_the_resource_available(
     assert wait_podresources.device_ids(_socket(node), namespace, pod3.metadata.name, resource) == pod1_devices
 
 
-def test_second_instance_failing_registration_leaves_the_first_serving(
-    kube, node, namespace, make_pod, device_plugin
-):
+def test_second_instance_failing_registration_leaves_the_first_serving(kube, node, namespace, make_pod, device_plugin):
     """Upstream "DP2 slow": a second instance whose GetDevicePluginOptions fails is refused and
     changes nothing; pods keep being served by the first instance."""
     first = device_plugin(devices=("dev-0", "dev-1"))

@@ -11,14 +11,27 @@ from device_conformance.cli.main import main
 from device_conformance.kubelet_state import devicemanager as dm
 from device_conformance.kubelet_state import dra
 
-V2 = (b'{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-1","ContainerName":"ctr","ResourceName":"example.com/dev",'
-      b'"DeviceIDs":{"0":["dev0","dev1"]},"AllocResp":"CgYKAUsSAVY="}],"RegisteredDevices":{"example.com/dev":'
-      b'["dev0","dev1","dev2"]}},"Checksum":159268835}')
-V1 = (b'{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-1","ContainerName":"ctr","ResourceName":"example.com/dev",'
-      b'"DeviceIDs":["dev0","dev1"],"AllocResp":"CgYKAUsSAVY="}],"RegisteredDevices":{"example.com/dev":'
-      b'["dev0","dev1","dev2"]}},"Checksum":2335719331}')
-DRA_STATE = dra.DRAState([dra.ClaimInfoState("uid-1", "claim-1", "ns", ["pod-1"], {
-    "gpu.example.com": [dra.Device("pool", "gpu-0", ["req"], ["gpu.example.com/gpu=gpu-0"])]})])
+V2 = (
+    b'{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-1","ContainerName":"ctr","ResourceName":"example.com/dev",'
+    b'"DeviceIDs":{"0":["dev0","dev1"]},"AllocResp":"CgYKAUsSAVY="}],"RegisteredDevices":{"example.com/dev":'
+    b'["dev0","dev1","dev2"]}},"Checksum":159268835}'
+)
+V1 = (
+    b'{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-1","ContainerName":"ctr","ResourceName":"example.com/dev",'
+    b'"DeviceIDs":["dev0","dev1"],"AllocResp":"CgYKAUsSAVY="}],"RegisteredDevices":{"example.com/dev":'
+    b'["dev0","dev1","dev2"]}},"Checksum":2335719331}'
+)
+DRA_STATE = dra.DRAState(
+    [
+        dra.ClaimInfoState(
+            "uid-1",
+            "claim-1",
+            "ns",
+            ["pod-1"],
+            {"gpu.example.com": [dra.Device("pool", "gpu-0", ["req"], ["gpu.example.com/gpu=gpu-0"])]},
+        )
+    ]
+)
 
 
 def _file(tmp_path: Path, data: bytes, name: str = dm.FILE_NAME) -> str:
@@ -71,13 +84,16 @@ def test_verify_dra_files_detected_from_content(tmp_path, capsys):
     assert main(["checkpoint", "verify", legacy, "--kubelet-version", "1.31"]) == 1
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    (None, "no such file"),
-    (b"", "the file is empty"),
-    (b'{"Data":{"PodDe', "invalid JSON"),
-    (b'{"hello":1}', "not a recognisable checkpoint"),
-    (b"[1,2]", "top level is not a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        (b"", "the file is empty"),
+        (b'{"Data":{"PodDe', "invalid JSON"),
+        (b'{"hello":1}', "not a recognisable checkpoint"),
+        (b"[1,2]", "top level is not a JSON object"),
+    ],
+)
 def test_bad_input_is_a_clear_error_with_a_fix(tmp_path, capsys, content, message):
     path = tmp_path / "some-file"
     if content is not None:
@@ -100,8 +116,12 @@ def test_show_text_lists_entries_and_decoded_alloc_resp(tmp_path, capsys):
 def test_show_json_is_machine_readable(tmp_path, capsys):
     assert main(["checkpoint", "show", "--json", _file(tmp_path, V2)]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert (doc["kind"], doc["format"], doc["valid"], doc["computed_checksum"]) == ("devicemanager", "v2", True,
-                                                                                    159268835)
+    assert (doc["kind"], doc["format"], doc["valid"], doc["computed_checksum"]) == (
+        "devicemanager",
+        "v2",
+        True,
+        159268835,
+    )
     entry = doc["entries"][0]
     assert entry["device_ids"] == {"0": ["dev0", "dev1"]}
     assert entry["alloc_resp"]["envs"] == {"K": "V"}
@@ -142,8 +162,10 @@ def test_forge_bad_checksum(tmp_path):
 
 def test_forge_v1_from_yaml_spec(tmp_path):
     spec = tmp_path / "spec.yaml"
-    spec.write_text("format: v1\nentries:\n  - pod_uid: p1\n    container: main\n    resource: example.com/dev\n"
-                    "    devices: [d0, d1]\n    envs: {K: V}\nregistered_devices:\n  example.com/dev: [d0, d1, d2]\n")
+    spec.write_text(
+        "format: v1\nentries:\n  - pod_uid: p1\n    container: main\n    resource: example.com/dev\n"
+        "    devices: [d0, d1]\n    envs: {K: V}\nregistered_devices:\n  example.com/dev: [d0, d1, d2]\n"
+    )
     out = tmp_path / "v1"
     assert main(["checkpoint", "forge", "-o", str(out), "--spec", str(spec)]) == 0
     data = out.read_bytes()
@@ -154,9 +176,22 @@ def test_forge_v1_from_yaml_spec(tmp_path):
 
 def test_forge_dra_from_spec(tmp_path):
     spec = tmp_path / "spec.json"
-    spec.write_text(json.dumps({"kind": "dra", "claims": [{"claim_uid": "u", "claim_name": "c", "namespace": "ns",
-                                                           "pod_uids": ["p"],
-                                                           "drivers": {"d.example": [{"pool": "p", "device": "x"}]}}]}))
+    spec.write_text(
+        json.dumps(
+            {
+                "kind": "dra",
+                "claims": [
+                    {
+                        "claim_uid": "u",
+                        "claim_name": "c",
+                        "namespace": "ns",
+                        "pod_uids": ["p"],
+                        "drivers": {"d.example": [{"pool": "p", "device": "x"}]},
+                    }
+                ],
+            }
+        )
+    )
     out = tmp_path / dra.FILE_NAME
     assert main(["checkpoint", "forge", "-o", str(out), "--spec", str(spec)]) == 0
     parsed = dra.parse(out.read_bytes())

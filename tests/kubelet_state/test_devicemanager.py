@@ -13,22 +13,42 @@ GO = VECTORS["devicemanager"]
 
 # api-facts 5.7: (name, format, checksum, file)
 FACTS_5_7 = [
-    ("v2_basic", "v2", 159268835,
-     '{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-1","ContainerName":"ctr","ResourceName":"example.com/dev",'
-     '"DeviceIDs":{"0":["dev0","dev1"]},"AllocResp":"CgYKAUsSAVY="}],"RegisteredDevices":{"example.com/dev":'
-     '["dev0","dev1","dev2"]}},"Checksum":159268835}'),
-    ("v2_no_topology_nil_allocresp", "v2", 713988373,
-     '{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-2","ContainerName":"c","ResourceName":"example.com/dev",'
-     '"DeviceIDs":{"-1":["a"]},"AllocResp":null}],"RegisteredDevices":{"example.com/dev":["a"]}},'
-     '"Checksum":713988373}'),
-    ("v2_empty_nonnil", "v2", 2932075448,
-     '{"Data":{"PodDeviceEntries":[],"RegisteredDevices":{}},"Checksum":2932075448}'),
-    ("v2_empty_nil", "v2", 1944006890,
-     '{"Data":{"PodDeviceEntries":null,"RegisteredDevices":null},"Checksum":1944006890}'),
-    ("v1_basic", "v1", 2335719331,
-     '{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-1","ContainerName":"ctr","ResourceName":"example.com/dev",'
-     '"DeviceIDs":["dev0","dev1"],"AllocResp":"CgYKAUsSAVY="}],"RegisteredDevices":{"example.com/dev":'
-     '["dev0","dev1","dev2"]}},"Checksum":2335719331}'),
+    (
+        "v2_basic",
+        "v2",
+        159268835,
+        '{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-1","ContainerName":"ctr","ResourceName":"example.com/dev",'
+        '"DeviceIDs":{"0":["dev0","dev1"]},"AllocResp":"CgYKAUsSAVY="}],"RegisteredDevices":{"example.com/dev":'
+        '["dev0","dev1","dev2"]}},"Checksum":159268835}',
+    ),
+    (
+        "v2_no_topology_nil_allocresp",
+        "v2",
+        713988373,
+        '{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-2","ContainerName":"c","ResourceName":"example.com/dev",'
+        '"DeviceIDs":{"-1":["a"]},"AllocResp":null}],"RegisteredDevices":{"example.com/dev":["a"]}},'
+        '"Checksum":713988373}',
+    ),
+    (
+        "v2_empty_nonnil",
+        "v2",
+        2932075448,
+        '{"Data":{"PodDeviceEntries":[],"RegisteredDevices":{}},"Checksum":2932075448}',
+    ),
+    (
+        "v2_empty_nil",
+        "v2",
+        1944006890,
+        '{"Data":{"PodDeviceEntries":null,"RegisteredDevices":null},"Checksum":1944006890}',
+    ),
+    (
+        "v1_basic",
+        "v1",
+        2335719331,
+        '{"Data":{"PodDeviceEntries":[{"PodUID":"pod-uid-1","ContainerName":"ctr","ResourceName":"example.com/dev",'
+        '"DeviceIDs":["dev0","dev1"],"AllocResp":"CgYKAUsSAVY="}],"RegisteredDevices":{"example.com/dev":'
+        '["dev0","dev1","dev2"]}},"Checksum":2335719331}',
+    ),
     ("v1_empty", "v1", 2932075448, '{"Data":{"PodDeviceEntries":[],"RegisteredDevices":{}},"Checksum":2932075448}'),
 ]
 V2_BASIC = FACTS_5_7[0][3].encode()
@@ -55,7 +75,8 @@ def test_v1_hash_uses_the_1_19_type_names():
         "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)[{PodUID:(string)pod-uid-1 "
         "ContainerName:(string)ctr ResourceName:(string)example.com/dev DeviceIDs:([]string)[dev0 dev1] "
         "AllocResp:([]uint8)[10 6 10 1 75 18 1 86]}] RegisteredDevices:(map[string][]string)"
-        "map[example.com/dev:[dev0 dev1 dev2]]}")
+        "map[example.com/dev:[dev0 dev1 dev2]]}"
+    )
 
 
 @pytest.mark.parametrize("vector", GO, ids=[v["name"] for v in GO])
@@ -76,8 +97,11 @@ def test_go_vectors_each_reader(vector, fmt):
     assert (reading.computed, reading.stored, reading.ok) == (go["computed"], go["stored"], go["ok"])
 
 
-@pytest.mark.parametrize("vector", [v for v in GO if v["kind"].startswith("write")],
-                         ids=[v["name"] for v in GO if v["kind"].startswith("write")])
+@pytest.mark.parametrize(
+    "vector",
+    [v for v in GO if v["kind"].startswith("write")],
+    ids=[v["name"] for v in GO if v["kind"].startswith("write")],
+)
 def test_go_written_files_reencode_byte_for_byte(vector):
     data = _bytes(vector)
     fmt = vector["kind"].removeprefix("write_")
@@ -151,8 +175,10 @@ def test_encoders_refuse_the_other_formats_device_ids():
 
 def test_forged_checkpoint_round_trips():
     alloc = dm.encode_alloc_resp(dm.ContainerAllocateResponse(envs={"GPU": "0"}))
-    cp = dm.Checkpoint([dm.PodDevicesEntry("uid", "main", "example.com/gpu", {dm.NO_TOPOLOGY: ["g0"], 1: ["g1"]},
-                                           alloc)], {"example.com/gpu": ["g0", "g1"]})
+    cp = dm.Checkpoint(
+        [dm.PodDevicesEntry("uid", "main", "example.com/gpu", {dm.NO_TOPOLOGY: ["g0"], 1: ["g1"]}, alloc)],
+        {"example.com/gpu": ["g0", "g1"]},
+    )
     data = dm.encode_v2(cp)
     assert b'"DeviceIDs":{"-1":["g0"],"1":["g1"]}' in data
     parsed = dm.parse(data)
@@ -180,12 +206,15 @@ def test_alloc_resp_all_fields_round_trip():
     assert dm.encode_alloc_resp(resp) == raw
 
 
-@pytest.mark.parametrize(("raw", "message"), [
-    (b"\x0a\x10\x0a", "runs past the end"),
-    (b"\x0b", "wire type 3"),
-    (b"\x0a\x02\x0a\x80", "truncated varint"),
-    (b"\x2a\x03\x0a\x01\xff", "not valid UTF-8"),
-])
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (b"\x0a\x10\x0a", "runs past the end"),
+        (b"\x0b", "wire type 3"),
+        (b"\x0a\x02\x0a\x80", "truncated varint"),
+        (b"\x2a\x03\x0a\x01\xff", "not valid UTF-8"),
+    ],
+)
 def test_undecodable_alloc_resp_raises(raw, message):
     with pytest.raises(dm.ProtoError, match=message):
         dm.decode_alloc_resp(raw)

@@ -1,4 +1,4 @@
-"""dra_manager_state: api-facts 6.1/6.2 vectors and Go-generated vectors."""
+"""dra_manager_state: upstream v1.37.1 unit-test vectors, api-facts 6.2 legacy vectors, Go-generated vectors."""
 
 import json
 from pathlib import Path
@@ -9,26 +9,34 @@ from device_conformance.kubelet_state import dra
 
 GO = json.loads((Path(__file__).parent / "vectors" / "devicemanager_go_vectors.json").read_text())["dra"]
 
-# api-facts 6.1, upstream unit-test vectors
+# Upstream unit-test vectors: pkg/kubelet/cm/dra/state/checkpointer_test.go at v1.37.1 (the kubelet writes the
+# list under "ClaimInfoStateList"; api-facts 6.1 printed "Entries", which only upstream's incorrect-checksum case
+# uses, and a 1.37.1 kubelet was seen writing ClaimInfoStateList on a real node).
 ONE_CLAIM = (
-    br'{"Data":"{\"kind\":\"DRACheckpoint\",\"apiVersion\":\"checkpoint.dra.kubelet.k8s.io/v1\",\"Entries\":[{'
-    br'\"ClaimUID\":\"067798be-454e-4be4-9047-1aa06aea63f7\",\"ClaimName\":\"example\",\"Namespace\":\"default\",'
-    br'\"PodUIDs\":{\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},\"DriverState\":{\"test-driver.cdi.k8s.io\":{'
-    br'\"Devices\":[{\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-1\",\"RequestNames\":[\"test request\"],'
-    br'\"CDIDeviceIDs\":[\"example.com/example=cdi-example\"]}]}}}]}","Checksum":1597924435}'
+    rb'{"Data":"{\"kind\":\"DRACheckpoint\",\"apiVersion\":\"checkpoint.dra.kubelet.k8s.io/v1\",\"ClaimInfoStateList\":[{'
+    rb"\"ClaimUID\":\"067798be-454e-4be4-9047-1aa06aea63f7\",\"ClaimName\":\"example\",\"Namespace\":\"default\","
+    rb"\"PodUIDs\":{\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},\"DriverState\":{\"test-driver.cdi.k8s.io\":{"
+    rb"\"Devices\":[{\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-1\",\"RequestNames\":[\"test request\"],"
+    rb'\"CDIDeviceIDs\":[\"example.com/example=cdi-example\"]}]}}}]}","Checksum":1656016162}'
 )
+# The same claim as a 1.35+ kubelet writes it (ShareID null), upstream v1.37.1 "single-claim-info-state".
+ONE_CLAIM_135 = ONE_CLAIM.replace(
+    rb"\"DeviceName\":\"dev-1\",", rb"\"DeviceName\":\"dev-1\",\"ShareID\":null,"
+).replace(b"1656016162", b"2570581864")
 TWO_CLAIMS_DATA = (
-    r'{\"kind\":\"DRACheckpoint\",\"apiVersion\":\"checkpoint.dra.kubelet.k8s.io/v1\",\"Entries\":[{\"ClaimUID\":'
-    r'\"067798be-454e-4be4-9047-1aa06aea63f7\",\"ClaimName\":\"example-1\",\"Namespace\":\"default\",\"PodUIDs\":{'
-    r'\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},\"DriverState\":{\"test-driver.cdi.k8s.io\":{\"Devices\":[{'
-    r'\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-1\",\"RequestNames\":[\"test request\"],\"CDIDeviceIDs\":['
-    r'\"example.com/example=cdi-example\"]}]}}},{\"ClaimUID\":\"4cf8db2d-06c0-7d70-1a51-e59b25b2c16c\",\"ClaimName\":'
-    r'\"example-2\",\"Namespace\":\"default\",\"PodUIDs\":{\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},'
-    r'\"DriverState\":{\"test-driver.cdi.k8s.io\":{\"Devices\":[{\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-2\",'
-    r'\"RequestNames\":null,\"CDIDeviceIDs\":null}]}}}]}'
+    r"{\"kind\":\"DRACheckpoint\",\"apiVersion\":\"checkpoint.dra.kubelet.k8s.io/v1\",\"ClaimInfoStateList\":[{\"ClaimUID\":"
+    r"\"067798be-454e-4be4-9047-1aa06aea63f7\",\"ClaimName\":\"example-1\",\"Namespace\":\"default\",\"PodUIDs\":{"
+    r"\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},\"DriverState\":{\"test-driver.cdi.k8s.io\":{\"Devices\":[{"
+    r"\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-1\",\"RequestNames\":[\"test request\"],\"CDIDeviceIDs\":["
+    r"\"example.com/example=cdi-example\"]}]}}},{\"ClaimUID\":\"4cf8db2d-06c0-7d70-1a51-e59b25b2c16c\",\"ClaimName\":"
+    r"\"example-2\",\"Namespace\":\"default\",\"PodUIDs\":{\"139cdb46-f989-4f17-9561-ca10cfb509a6\":{}},"
+    r"\"DriverState\":{\"test-driver.cdi.k8s.io\":{\"Devices\":[{\"PoolName\":\"worker-1\",\"DeviceName\":\"dev-2\","
+    r"\"RequestNames\":null,\"CDIDeviceIDs\":null}]}}}]}"
 )
-TWO_CLAIMS = ('{"Data":"' + TWO_CLAIMS_DATA + '","Checksum":3633532417}').encode()
-TWO_CLAIMS_BAD = ('{"Data":"' + TWO_CLAIMS_DATA + '","Checksum":2930258365}').encode()
+TWO_CLAIMS = ('{"Data":"' + TWO_CLAIMS_DATA + '","Checksum":1582256999}').encode()
+# Upstream's "incorrect-checksum" case: its Data uses the key "Entries"; 2930258365 is not its CRC.
+BAD_DATA = TWO_CLAIMS_DATA.replace("ClaimInfoStateList", "Entries")
+TWO_CLAIMS_BAD = ('{"Data":"' + BAD_DATA + '","Checksum":2930258365}').encode()
 # api-facts 6.2
 LEGACY = (
     b'{"version":"v1","entries":[{"DriverName":"test-driver.cdi.k8s.io","ClassName":"class-name","ClaimUID":'
@@ -39,19 +47,27 @@ LEGACY = (
 
 
 def _claim(name: str, devices: list) -> dra.ClaimInfoState:
-    return dra.ClaimInfoState("067798be-454e-4be4-9047-1aa06aea63f7", name, "default",
-                              ["139cdb46-f989-4f17-9561-ca10cfb509a6"], {"test-driver.cdi.k8s.io": devices})
+    return dra.ClaimInfoState(
+        "067798be-454e-4be4-9047-1aa06aea63f7",
+        name,
+        "default",
+        ["139cdb46-f989-4f17-9561-ca10cfb509a6"],
+        {"test-driver.cdi.k8s.io": devices},
+    )
 
 
 DEV1 = dra.Device("worker-1", "dev-1", ["test request"], ["example.com/example=cdi-example"])
 
 
-@pytest.mark.parametrize(("data", "checksum"), [(ONE_CLAIM, 1597924435), (TWO_CLAIMS, 3633532417)])
-def test_api_facts_6_1_vectors_verify_and_reencode(data, checksum):
+@pytest.mark.parametrize(
+    ("data", "checksum", "share_id_field"),
+    [(ONE_CLAIM, 1656016162, False), (ONE_CLAIM_135, 2570581864, True), (TWO_CLAIMS, 1582256999, False)],
+)
+def test_upstream_vectors_verify_and_reencode(data, checksum, share_id_field):
     parsed = dra.parse(data)
     assert parsed.format == "v1" and parsed.valid, parsed.reason
     assert parsed.stored_checksum == parsed.computed_checksum == checksum
-    assert dra.encode(parsed.state) == data  # byte for byte what json.Marshal wrote
+    assert dra.encode(parsed.state, share_id_field=share_id_field) == data  # byte for byte what json.Marshal wrote
 
 
 def test_decoded_claims_keep_null_lists():
@@ -65,7 +81,8 @@ def test_decoded_claims_keep_null_lists():
 def test_upstream_incorrect_checksum_case_is_rejected():
     parsed = dra.parse(TWO_CLAIMS_BAD)
     assert not parsed.valid
-    assert (parsed.stored_checksum, parsed.computed_checksum) == (2930258365, 3633532417)
+    assert parsed.stored_checksum == 2930258365
+    assert parsed.computed_checksum == dra.crc32_checksum(BAD_DATA.replace("\\", ""))
     assert "checksum mismatch" in parsed.reason
 
 
@@ -73,20 +90,21 @@ def test_multi_device_vector_from_a_model():
     dev2 = dra.Device("worker-1", "dev-2", ["test request"], ["example.com/example=cdi-example"])
     data = dra.encode(dra.DRAState([_claim("example", [DEV1, dev2])]))
     parsed = dra.parse(data)
-    assert parsed.valid and parsed.stored_checksum == 1812303514
-    assert dra.crc32_checksum(parsed.data) == 1812303514
+    # upstream v1.37.1 "claim-info-state-with-multiple-devices" (1.31-1.34 layout, no ShareID)
+    assert parsed.valid and parsed.stored_checksum == 3369508096
+    assert dra.crc32_checksum(parsed.data) == 3369508096
 
 
 def test_checksum_covers_the_data_string_verbatim():
     # any whitespace/key order inside Data is fine as long as the CRC is over those exact bytes
-    text = '{ "Entries" : [ {"ClaimUID":"u","Unknown":1} ] }'
+    text = '{ "ClaimInfoStateList" : [ {"ClaimUID":"u","Unknown":1} ] }'
     parsed = dra.parse(dra.encode(data=text))
     assert parsed.valid and parsed.state.entries[0].claim_uid == "u"
     assert not dra.parse(dra.encode(data=text, checksum=dra.crc32_checksum(text) + 1)).valid
 
 
 def test_data_that_does_not_decode_is_rejected_despite_a_good_crc():
-    parsed = dra.parse(dra.encode(data='{"Entries":{}}'))
+    parsed = dra.parse(dra.encode(data='{"ClaimInfoStateList":{}}'))
     assert parsed.stored_checksum == parsed.computed_checksum
     assert not parsed.valid and parsed.reason.startswith("Data does not decode")
 
@@ -116,8 +134,9 @@ def test_legacy_with_wrong_checksum_lists_each_layout():
     assert not any(parsed.readable_by(m) for m in range(26, 36))
 
 
-@pytest.mark.parametrize("vector", [v for v in GO if v["kind"] == "dra_old"],
-                         ids=[v["name"] for v in GO if v["kind"] == "dra_old"])
+@pytest.mark.parametrize(
+    "vector", [v for v in GO if v["kind"] == "dra_old"], ids=[v["name"] for v in GO if v["kind"] == "dra_old"]
+)
 def test_go_legacy_vectors_each_layout(vector):
     parsed = dra.parse(vector["file"].encode())
     got = dict(parsed.candidates)
@@ -133,8 +152,9 @@ def test_go_legacy_files_reencode_byte_for_byte(name):
     assert dra.encode_legacy(dra.parse(data).legacy_entries) == data
 
 
-@pytest.mark.parametrize("vector", [v for v in GO if v["kind"] == "dra_new"],
-                         ids=[v["name"] for v in GO if v["kind"] == "dra_new"])
+@pytest.mark.parametrize(
+    "vector", [v for v in GO if v["kind"] == "dra_new"], ids=[v["name"] for v in GO if v["kind"] == "dra_new"]
+)
 def test_go_v1_vectors(vector):
     go = vector["new"]
     data = vector["file"].encode()
@@ -149,5 +169,7 @@ def test_go_v1_vectors(vector):
 
 
 def test_empty_kubelet_state_is_null_entries():
-    assert dra.EMPTY_DATA == '{"kind":"DRACheckpoint","apiVersion":"checkpoint.dra.kubelet.k8s.io/v1","Entries":null}'
+    assert dra.EMPTY_DATA == (
+        '{"kind":"DRACheckpoint","apiVersion":"checkpoint.dra.kubelet.k8s.io/v1","ClaimInfoStateList":null}'
+    )
     assert dra.parse(b"{}").valid  # nothing overrides NewCheckpoint(nil), which is self-consistent

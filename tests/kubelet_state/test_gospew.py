@@ -29,15 +29,31 @@ from device_conformance.kubelet_state.gospew import (
 # The kubelet's V2 types, spelled out independently of devicemanager.py.
 NUMA = Map("checkpoint.DevicesPerNUMA", INT64, STRING_SLICE)
 REG = Map("map[string][]string", STRING, STRING_SLICE)
-ENTRY = Struct("checkpoint.PodDevicesEntry", (
-    Field("PodUID", STRING), Field("ContainerName", STRING), Field("ResourceName", STRING),
-    Field("DeviceIDs", NUMA), Field("AllocResp", Bytes())))
-DATA = Struct("checkpoint.checkpointData", (
-    Field("PodDeviceEntries", Slice("[]checkpoint.PodDevicesEntry", ENTRY)), Field("RegisteredDevices", REG)))
+ENTRY = Struct(
+    "checkpoint.PodDevicesEntry",
+    (
+        Field("PodUID", STRING),
+        Field("ContainerName", STRING),
+        Field("ResourceName", STRING),
+        Field("DeviceIDs", NUMA),
+        Field("AllocResp", Bytes()),
+    ),
+)
+DATA = Struct(
+    "checkpoint.checkpointData",
+    (Field("PodDeviceEntries", Slice("[]checkpoint.PodDevicesEntry", ENTRY)), Field("RegisteredDevices", REG)),
+)
 
 BASIC = {
-    "PodDeviceEntries": [{"PodUID": "pod-uid-1", "ContainerName": "ctr", "ResourceName": "example.com/dev",
-                          "DeviceIDs": {0: ["dev0", "dev1"]}, "AllocResp": bytes([10, 6, 10, 1, 75, 18, 1, 86])}],
+    "PodDeviceEntries": [
+        {
+            "PodUID": "pod-uid-1",
+            "ContainerName": "ctr",
+            "ResourceName": "example.com/dev",
+            "DeviceIDs": {0: ["dev0", "dev1"]},
+            "AllocResp": bytes([10, 6, 10, 1, 75, 18, 1, 86]),
+        }
+    ],
     "RegisteredDevices": {"example.com/dev": ["dev0", "dev1", "dev2"]},
 }
 
@@ -48,19 +64,32 @@ def test_fnv1a_32_reference_values():
     assert fnv1a_32(b"foobar") == 0xBF9CF968
 
 
-@pytest.mark.parametrize(("value", "expected", "checksum"), [
-    (BASIC,
-     "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)[{PodUID:(string)pod-uid-1 "
-     "ContainerName:(string)ctr ResourceName:(string)example.com/dev DeviceIDs:(checkpoint.DevicesPerNUMA)"
-     "map[0:[dev0 dev1]] AllocResp:([]uint8)[10 6 10 1 75 18 1 86]}] RegisteredDevices:(map[string][]string)"
-     "map[example.com/dev:[dev0 dev1 dev2]]}", 159268835),
-    ({"PodDeviceEntries": [], "RegisteredDevices": {}},
-     "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)[] "
-     "RegisteredDevices:(map[string][]string)map[]}", 2932075448),
-    ({"PodDeviceEntries": None, "RegisteredDevices": None},
-     "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)<nil> "
-     "RegisteredDevices:(map[string][]string)<nil>}", 1944006890),
-], ids=["v2_basic", "empty_nonnil", "all_null"])
+@pytest.mark.parametrize(
+    ("value", "expected", "checksum"),
+    [
+        (
+            BASIC,
+            "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)[{PodUID:(string)pod-uid-1 "
+            "ContainerName:(string)ctr ResourceName:(string)example.com/dev DeviceIDs:(checkpoint.DevicesPerNUMA)"
+            "map[0:[dev0 dev1]] AllocResp:([]uint8)[10 6 10 1 75 18 1 86]}] RegisteredDevices:(map[string][]string)"
+            "map[example.com/dev:[dev0 dev1 dev2]]}",
+            159268835,
+        ),
+        (
+            {"PodDeviceEntries": [], "RegisteredDevices": {}},
+            "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)[] "
+            "RegisteredDevices:(map[string][]string)map[]}",
+            2932075448,
+        ),
+        (
+            {"PodDeviceEntries": None, "RegisteredDevices": None},
+            "(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)<nil> "
+            "RegisteredDevices:(map[string][]string)<nil>}",
+            1944006890,
+        ),
+    ],
+    ids=["v2_basic", "empty_nonnil", "all_null"],
+)
 def test_api_facts_5_4_spew_strings(value, expected, checksum):
     assert spew(DATA, value) == expected
     assert spew_fnv(DATA, value) == checksum
@@ -78,11 +107,14 @@ def test_nil_and_empty_print_differently():
 
 
 def test_map_keys_sort_numerically_and_bytewise():
-    assert spew(NUMA, {10: ["a"], 2: ["b"], -1: ["c"], 0: ["d"]}) == \
-        "(checkpoint.DevicesPerNUMA)map[-1:[c] 0:[d] 2:[b] 10:[a]]"
+    assert (
+        spew(NUMA, {10: ["a"], 2: ["b"], -1: ["c"], 0: ["d"]})
+        == "(checkpoint.DevicesPerNUMA)map[-1:[c] 0:[d] 2:[b] 10:[a]]"
+    )
     # bytewise: upper case before lower case, multi-byte UTF-8 after ASCII
-    assert spew(REG, {"b": [], "a": [], "B": [], "é": [], "_": []}) == \
-        "(map[string][]string)map[B:[] _:[] a:[] b:[] é:[]]"
+    assert (
+        spew(REG, {"b": [], "a": [], "B": [], "é": [], "_": []}) == "(map[string][]string)map[B:[] _:[] a:[] b:[] é:[]]"
+    )
 
 
 def test_strings_are_printed_raw():
@@ -95,32 +127,58 @@ def test_pointers_print_their_type_at_top_and_in_fields_only():
     inner = Struct("v1alpha2.Handle", (Field("N", STRING),))
     outer = Struct("state.Outer", (Field("P", Pointer(inner)), Field("L", Slice("[]*v1alpha2.Handle", Pointer(inner)))))
     value = {"P": None, "L": [{"N": "x"}, None]}
-    assert spew(Pointer(outer), value) == \
-        "(*state.Outer){P:(*v1alpha2.Handle)<nil> L:([]*v1alpha2.Handle)[<*>{N:(string)x} <nil>]}"
+    assert (
+        spew(Pointer(outer), value)
+        == "(*state.Outer){P:(*v1alpha2.Handle)<nil> L:([]*v1alpha2.Handle)[<*>{N:(string)x} <nil>]}"
+    )
     assert spew(Pointer(inner), None) == "(*v1alpha2.Handle)<nil>"
     assert spew(Struct("a.B", (Field("P", Pointer(STRING)),)), {"P": "v"}) == "(a.B){P:(*string)v}"
 
 
 def test_api_facts_6_2_legacy_dra_string():
     uid = Scalar("types.UID", "string")
-    claim = Struct("state.ClaimInfoState", (
-        Field("DriverName", STRING), Field("ClassName", STRING), Field("ClaimUID", uid), Field("ClaimName", STRING),
-        Field("Namespace", STRING), Field("PodUIDs", Map("sets.Set[string]", STRING, EMPTY_STRUCT)),
-        Field("CDIDevices", REG)))
-    cp = Struct("state.DRAManagerCheckpoint", (
-        Field("Version", STRING), Field("Entries", Slice("state.ClaimInfoStateList", claim)),
-        Field("Checksum", Scalar("checksum.Checksum", "uint"))))
-    value = {"Version": "v1", "Checksum": 0, "Entries": [{
-        "DriverName": "test-driver.cdi.k8s.io", "ClassName": "class-name",
-        "ClaimUID": "067798be-454e-4be4-9047-1aa06aea63f7", "ClaimName": "example", "Namespace": "default",
-        "PodUIDs": {"139cdb46-f989-4f17-9561-ca10cfb509a6": {}},
-        "CDIDevices": {"test-driver.cdi.k8s.io": ["example.com/example=cdi-example"]}}]}
+    claim = Struct(
+        "state.ClaimInfoState",
+        (
+            Field("DriverName", STRING),
+            Field("ClassName", STRING),
+            Field("ClaimUID", uid),
+            Field("ClaimName", STRING),
+            Field("Namespace", STRING),
+            Field("PodUIDs", Map("sets.Set[string]", STRING, EMPTY_STRUCT)),
+            Field("CDIDevices", REG),
+        ),
+    )
+    cp = Struct(
+        "state.DRAManagerCheckpoint",
+        (
+            Field("Version", STRING),
+            Field("Entries", Slice("state.ClaimInfoStateList", claim)),
+            Field("Checksum", Scalar("checksum.Checksum", "uint")),
+        ),
+    )
+    value = {
+        "Version": "v1",
+        "Checksum": 0,
+        "Entries": [
+            {
+                "DriverName": "test-driver.cdi.k8s.io",
+                "ClassName": "class-name",
+                "ClaimUID": "067798be-454e-4be4-9047-1aa06aea63f7",
+                "ClaimName": "example",
+                "Namespace": "default",
+                "PodUIDs": {"139cdb46-f989-4f17-9561-ca10cfb509a6": {}},
+                "CDIDevices": {"test-driver.cdi.k8s.io": ["example.com/example=cdi-example"]},
+            }
+        ],
+    }
     expected = (
         "(*state.DRAManagerCheckpoint){Version:(string)v1 Entries:(state.ClaimInfoStateList)[{DriverName:(string)"
         "test-driver.cdi.k8s.io ClassName:(string)class-name ClaimUID:(types.UID)067798be-454e-4be4-9047-1aa06aea63f7 "
         "ClaimName:(string)example Namespace:(string)default PodUIDs:(sets.Set[string])map[139cdb46-f989-4f17-9561-"
         "ca10cfb509a6:{}] CDIDevices:(map[string][]string)map[test-driver.cdi.k8s.io:[example.com/example=cdi-example]]"
-        "}] Checksum:(checksum.Checksum)0}")
+        "}] Checksum:(checksum.Checksum)0}"
+    )
     assert spew(Pointer(cp), value) == expected
     assert fnv1a_32(expected.encode()) == 153446146
 
@@ -145,8 +203,9 @@ def test_json_decode_null_is_nil_for_containers_and_a_no_op_for_scalars():
 
 
 def test_json_decode_merges_repeated_maps_and_reuses_slice_elements():
-    t = Struct("p.T", (Field("M", REG), Field("E", Slice("[]p.E", Struct("p.E", (Field("A", STRING),
-                                                                                    Field("B", STRING)))))))
+    t = Struct(
+        "p.T", (Field("M", REG), Field("E", Slice("[]p.E", Struct("p.E", (Field("A", STRING), Field("B", STRING))))))
+    )
     data = b'{"M":{"x":["1"]},"m":{"y":[]},"E":[{"A":"a","B":"b"},{"A":"a2"}],"E":[{"A":"z"}],"E":[{},{}]}'
     value, err = go_json_decode(t, data)
     assert err is None
@@ -182,15 +241,22 @@ def test_base64_follows_go_std_encoding():
 
 
 def test_json_encode_escapes_like_go():
-    assert go_json_string('a<b>&"\\\n\t\b\f\x01\x7f\u2028é') == \
-        '"a\\u003cb\\u003e\\u0026\\"\\\\\\n\\t\\b\\f\\u0001\x7f\\u2028é"'
+    assert (
+        go_json_string('a<b>&"\\\n\t\b\f\x01\x7f\u2028é')
+        == '"a\\u003cb\\u003e\\u0026\\"\\\\\\n\\t\\b\\f\\u0001\x7f\\u2028é"'
+    )
     t = Struct("p.T", (Field("M", NUMA), Field("B", Bytes()), Field("O", STRING, json="o", omitempty=True)))
-    assert go_json_encode(t, {"M": {10: [], 2: None, -1: ["x"]}, "B": b"\x00\xff", "O": ""}) == \
-        b'{"M":{"-1":["x"],"10":[],"2":null},"B":"AP8="}'
+    assert (
+        go_json_encode(t, {"M": {10: [], 2: None, -1: ["x"]}, "B": b"\x00\xff", "O": ""})
+        == b'{"M":{"-1":["x"],"10":[],"2":null},"B":"AP8="}'
+    )
 
 
 def test_object_shape_reports_top_level_kinds():
-    assert object_shape(b'{"Data":"x","Checksum":1,"n":null}') == [("Data", "string"), ("Checksum", "number"),
-                                                                   ("n", "null")]
+    assert object_shape(b'{"Data":"x","Checksum":1,"n":null}') == [
+        ("Data", "string"),
+        ("Checksum", "number"),
+        ("n", "null"),
+    ]
     assert object_shape(b"[1]") is None
     assert object_shape(b"{") is None

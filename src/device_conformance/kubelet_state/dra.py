@@ -75,7 +75,7 @@ def _data_type(share_id: bool) -> Struct:
         (
             Field("Kind", STRING, json="kind", omitempty=True),
             Field("APIVersion", STRING, json="apiVersion", omitempty=True),
-            Field("Entries", Slice("state.ClaimInfoStateList", claim)),
+            Field("ClaimInfoStateList", Slice("state.ClaimInfoStateList", claim)),
         ),
     )
 
@@ -137,7 +137,7 @@ def _state_to_go(state: DRAState) -> dict[str, Any]:
             }
             for c in state.entries
         ]
-    return {"Kind": state.kind, "APIVersion": state.api_version, "Entries": entries}
+    return {"Kind": state.kind, "APIVersion": state.api_version, "ClaimInfoStateList": entries}
 
 
 def _device_to_go(d: Device) -> dict[str, Any]:
@@ -152,9 +152,9 @@ def _device_to_go(d: Device) -> dict[str, Any]:
 
 def _state_from_go(v: dict[str, Any]) -> DRAState:
     entries = None
-    if v["Entries"] is not None:
+    if v["ClaimInfoStateList"] is not None:
         entries = []
-        for c in v["Entries"]:
+        for c in v["ClaimInfoStateList"]:
             drivers = None
             if c["DriverState"] is not None:
                 drivers = {

@@ -87,3 +87,15 @@ class CRIClient:
         for sandbox in removed:
             self.remove_sandbox(sandbox.id)
         return removed
+
+
+def cdi_support(info: dict[str, Any], runtime: str = "the runtime") -> tuple[bool, str]:
+    """(CDI on, why) from verbose CRI Status info: containerd 1.7+ reports `enableCDI` in its "config"
+    (on by default in 2.x); a runtime whose config has no such key (containerd 1.6) has no CDI at all."""
+    config = info.get("config")
+    if not isinstance(config, dict):
+        return False, f"{runtime}: CRI Status info has no JSON 'config'"
+    if "enableCDI" not in config:
+        return False, f"{runtime}: its CRI config has no enableCDI setting (no CDI support)"
+    enabled = config["enableCDI"] is True
+    return enabled, f"{runtime}: CRI config enableCDI={str(config['enableCDI']).lower()}"

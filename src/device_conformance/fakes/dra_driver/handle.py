@@ -96,6 +96,10 @@ class DraDriverHandle:
         self._process.spawn(ready_timeout)
         return self
 
+    def log_tail(self, lines: int = 30) -> str:
+        """The last lines of the driver process's own output (all its runs)."""
+        return self._process.log_tail(lines)
+
     def cleanup(self) -> None:
         """Idempotent: no process, no socket and no temporary directory left behind."""
         self.stop()

@@ -1,0 +1,143 @@
+"""Named waits on resource.k8s.io objects: claims allocated / reserved / gone, slices present / gone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from device_conformance.kube import dra, pods
+from device_conformance.kube.client import Kube
+from device_conformance.wait.core import Pending, until
+
+CLAIM_TIMEOUT = 60
+
+
+def for_generated_claim(kube: Kube, namespace: str, pod: str, claim: str, timeout: float = CLAIM_TIMEOUT) -> str:
+    """The name of the ResourceClaim generated from a template for pod-level claim `claim`."""
+
+    def probe() -> str | Pending:
+        status = pods.read(kube, namespace, pod).status
+        for entry in status.resource_claim_statuses or []:
+            if entry.name == claim and entry.resource_claim_name:
+                return entry.resource_claim_name
+        return Pending(f"resourceClaimStatuses={status.resource_claim_statuses}")
+
+    return until(probe, what=f"the claim generated for {namespace}/{pod} claim {claim!r}", timeout=timeout)
+
+
+def for_claim(
+    kube: Kube,
+    api: str,
+    namespace: str,
+    name: str,
+    condition: Callable[[dict[str, Any]], bool],
+    what: str,
+    timeout: float = CLAIM_TIMEOUT,
+) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | Pending:
+        claim = dra.get_claim(kube, api, namespace, name)
+        return claim if condition(claim) else Pending(dra.claim_summary(claim))
+
+    return until(probe, what=f"ResourceClaim {namespace}/{name} {what}", timeout=timeout)
+
+
+def reserved_uids(claim: dict[str, Any]) -> list[str]:
+    return [r.get("uid") for r in (claim.get("status") or {}).get("reservedFor") or []]
+
+
+def for_claim_gone(kube: Kube, api: str, namespace: str, name: str, timeout: float = CLAIM_TIMEOUT) -> None:
+    def probe() -> bool | Pending:
+        try:
+            claim = dra.get_claim(kube, api, namespace, name)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return Pending(dra.claim_summary(claim))
+
+    until(probe, what=f"ResourceClaim {namespace}/{name} to be deleted", timeout=timeout)
+
+
+def for_slice_count(
+    kube: Kube, api: str, node: str, driver: str, count: int, timeout: float = CLAIM_TIMEOUT
+) -> list[dict[str, Any]]:
+    def probe() -> list[dict[str, Any]] | Pending:
+        items = dra.list_slices(kube, api, node=node, driver=driver)
+        return (
+            items if len(items) == count else Pending(f"{len(items)} slices: {[i['metadata']['name'] for i in items]}")
+        )
+
+    return until(probe, what=f"{count} ResourceSlice(s) of driver {driver} on node {node}", timeout=timeout)
+
+
+def for_pod_condition(
+    kube: Kube, namespace: str, name: str, type_: str, timeout: float = CLAIM_TIMEOUT
+) -> client.V1PodCondition:
+    def probe() -> client.V1PodCondition | Pending:
+        pod = pods.read(kube, namespace, name)
+        for cond in pod.status.conditions or []:
+            if cond.type == type_ and cond.status == "True":
+                return cond
+        return Pending(pods.summary(pod) + f" conditions={[(c.type, c.status) for c in pod.status.conditions or []]}")
+
+    return until(probe, what=f"pod {namespace}/{name} to have condition {type_}=True", timeout=timeout)
+
+
+def for_pod_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = CLAIM_TIMEOUT) -> str:
+    """Wait for PodScheduled=False with reason Unschedulable; returns the scheduler's message."""
+
+    def probe() -> str | Pending:
+        pod = pods.read(kube, namespace, name)
+        for cond in pod.status.conditions or []:
+            if cond.type == "PodScheduled" and cond.status == "False" and cond.reason == "Unschedulable":
+                return cond.message or ""
+        return Pending(pods.summary(pod))
+
+    return until(probe, what=f"pod {namespace}/{name} to be Unschedulable", timeout=timeout)
+
+
+def for_event(kube: Kube, namespace: str, pod: str, text: str, timeout: float = CLAIM_TIMEOUT) -> str:
+    """Wait for an event of the pod whose "<type> <reason> ...: <message>" line contains text."""
+
+    def probe() -> str | Pending:
+        lines = pods.events(kube, namespace, pod)
+        hits = [line for line in lines if text in line]
+        return hits[0] if hits else Pending(f"events: {lines[-5:]}")
+
+    return until(probe, what=f"an event of pod {namespace}/{pod} containing {text!r}", timeout=timeout)
+
+
+def for_rule(
+    kube: Kube,
+    objects: Any,
+    name: str,
+    condition: Callable[[dict[str, Any]], bool],
+    what: str,
+    timeout: float = CLAIM_TIMEOUT,
+) -> dict[str, Any]:
+    """Wait for DeviceTaintRule `name` (read through objects.get_rule) to satisfy condition."""
+
+    def probe() -> dict[str, Any] | Pending:
+        rule = objects.get_rule(name)
+        return rule if condition(rule) else Pending(f"status={rule.get('status')}")
+
+    return until(probe, what=f"DeviceTaintRule {name} {what}", timeout=timeout)
+
+
+def for_kubelet_connection(node: Any, mark: int, driver: str, connected: bool = True, timeout: float = 30) -> str:
+    """Wait for the kubelet's own log line about its gRPC connection to the driver (dra_plugin_manager,
+    `Connection changed ... connected=<bool>`, logged at -v=2) after log position `mark`."""
+    needle = f'driverName="{driver}"'
+    state = f"connected={str(connected).lower()}"
+
+    def probe() -> str | Pending:
+        lines = [
+            line
+            for line in node.kubelet_log_since(mark).splitlines()
+            if "Connection changed" in line and needle in line and state in line
+        ]
+        return lines[-1] if lines else Pending("no such kubelet log line yet")
+
+    return until(probe, what=f"the kubelet to log its connection to {driver} as {state}", timeout=timeout)

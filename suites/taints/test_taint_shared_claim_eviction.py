@@ -1,0 +1,117 @@
+"""NoExecute eviction of every consumer of a shared claim (several entries in status.reservedFor).
+
+The stale-entry cases reproduce kubernetes/kubernetes#135686: handlePods returned at the first stale
+reservedFor entry (its pod gone, or replaced by one with a new UID) instead of continuing, so later
+consumers were not evicted (v1.35.0 source; fixed from v1.36.0). To keep a stale entry in place long
+enough, a ValidatingAdmissionPolicy bound to the test namespace denies the resourceclaim controller
+(which would drop the entry at once) its status updates; it is removed after the test.
+"""
+
+import uuid
+
+import pytest
+from kubernetes import client
+
+from device_conformance.expectations.dra import SHARED_CLAIM_STALE_CONSUMER_EVICTION
+from device_conformance.kube import admission, dra, pods
+from device_conformance.wait import dra as wait_dra
+from device_conformance.wait import kube as wait
+from device_conformance.wait.core import Pending, until
+
+pytestmark = pytest.mark.taints
+
+KEY = "example.com/broken"
+POD_TIMEOUT = 60
+EVICTION_TIMEOUT = 30
+CLAIM_CONTROLLER = "system:serviceaccount:kube-system:resource-claim-controller"
+POLICY_TIMEOUT = 30
+
+
+def shared_claim_pods(kube, namespace, dra_objects, driver, count, keep_first=True):
+    """`count` running pods sharing one claim, created one after the other so reservedFor keeps their order."""
+    claim = dra_objects.claim(driver.config.driver_name)
+    running = []
+    for i in range(count):
+        pod = dra_objects.pod(f"share{i}", claim=claim, keep=keep_first or i > 0)
+        running.append(wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT))
+    uids = [p.metadata.uid for p in running]
+    state = wait_dra.for_claim(
+        kube, dra_objects.api, namespace, claim, lambda c: wait_dra.reserved_uids(c) == uids, f"reserved for {uids}"
+    )
+    return claim, running, state
+
+
+def assert_evicted(kube, namespace, name):
+    cond = wait_dra.for_pod_condition(kube, namespace, name, "DisruptionTarget", timeout=EVICTION_TIMEOUT)
+    assert cond.reason == "DeletionByDeviceTaintManager"
+
+
+def test_every_consumer_of_a_shared_claim_is_evicted(kube, namespace, dra_driver, dra_objects):
+    driver = dra_driver(devices=("dev-0",))
+    _, running, _ = shared_claim_pods(kube, namespace, dra_objects, driver, 3)
+    dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name)
+    for pod in running:
+        assert_evicted(kube, namespace, pod.metadata.name)
+
+
+@pytest.fixture
+def claim_controller_frozen(kube, namespace, dra_objects):
+    """Deny the resourceclaim controller status updates of claims in this namespace; undone after the test."""
+    name = f"dc-freeze-{namespace}"
+    policy = admission.deny_user_policy(
+        name, CLAIM_CONTROLLER, group="resource.k8s.io", resource="resourceclaims/status", operations=["UPDATE"]
+    )
+    admission.create(kube, policy, admission.namespace_binding(name, name, namespace))
+    yield name
+    admission.delete(kube, name, name)
+
+
+def wait_policy_denies(kube, dra_objects, namespace, claim):
+    """Policies take effect asynchronously: probe with a dry-run status update as the controller."""
+    api = admission.impersonating(kube, CLAIM_CONTROLLER)
+    custom = client.CustomObjectsApi(api)
+    version = dra_objects.api.split("/")[1]
+
+    def probe():
+        try:
+            custom.patch_namespaced_custom_object_status(
+                "resource.k8s.io",
+                version,
+                namespace,
+                "resourceclaims",
+                claim,
+                {"metadata": {"labels": {"dc-probe": uuid.uuid4().hex[:8]}}},
+                dry_run="All",
+            )
+        except client.ApiException as exc:
+            if "injected fault" in (exc.body or ""):
+                return True
+            return Pending(f"HTTP {exc.status}: {exc.body}")
+        return Pending("the controller's status update is still allowed")
+
+    try:
+        until(probe, what="the admission policy to deny the resourceclaim controller", timeout=POLICY_TIMEOUT)
+    finally:
+        api.close()
+
+
+@pytest.mark.parametrize("stale", ["pod-gone", "pod-replaced"])
+def test_consumers_after_a_stale_reservation_are_evicted(
+    kube, namespace, dra_driver, dra_objects, claim_controller_frozen, known_bug, stale
+):
+    known_bug(SHARED_CLAIM_STALE_CONSUMER_EVICTION)
+    driver = dra_driver(devices=("dev-0",))
+    claim, (first, second), _ = shared_claim_pods(kube, namespace, dra_objects, driver, 2, keep_first=False)
+    wait_policy_denies(kube, dra_objects, namespace, claim)
+
+    kube.core.delete_namespaced_pod(first.metadata.name, namespace, grace_period_seconds=0)
+    wait.for_pod_gone(kube, namespace, first.metadata.name, timeout=POD_TIMEOUT)
+    if stale == "pod-replaced":  # same name, new UID, no claim
+        pods.create(kube, namespace, pods.pod_manifest(first.metadata.name, ["sleep", "86400"]))
+    state = dra_objects.get_claim(claim)
+    assert wait_dra.reserved_uids(state) == [first.metadata.uid, second.metadata.uid], (
+        "precondition: the first reservedFor entry must still name the deleted pod"
+    )
+
+    dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name)
+    assert_evicted(kube, namespace, second.metadata.name)
