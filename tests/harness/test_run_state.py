@@ -2,7 +2,9 @@
 
 import json
 import os
+import time
 
+from device_conformance.providers.local import leftovers
 from device_conformance.providers.local.layout import RunLayout
 from device_conformance.providers.local.state import RunState
 
@@ -26,3 +28,16 @@ def test_unknown_keys_from_another_harness_version_are_ignored(tmp_path):
     loaded = RunState.load(layout)
     assert loaded.run_id == "r2" and loaded.owner_pid == os.getpid()
     assert loaded.owner_alive(), "a live run written by another checkout must not look abandoned"
+
+
+def test_stateless_run_directory_is_left_alone_while_it_may_still_be_starting(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEVICE_CONFORMANCE_STATE", str(tmp_path))
+    young = tmp_path / "runs" / "ryoung"
+    old = tmp_path / "runs" / "rold"
+    young.mkdir(parents=True)
+    old.mkdir(parents=True)
+    past = time.time() - leftovers.STARTING_GRACE_SECONDS - 60
+    os.utime(old, (past, past))
+    leftovers.clean_leftovers(log=lambda _: None)
+    assert young.exists(), "a run directory without state that is seconds old may be starting up"
+    assert not old.exists()

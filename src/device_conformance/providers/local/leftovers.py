@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from collections.abc import Callable
 
 from device_conformance.providers.local.layout import RunLayout, state_root
 from device_conformance.providers.local.state import RunState
 from device_conformance.providers.local.teardown import teardown
+
+# A run writes its state file moments after creating its directory; a state-less directory younger
+# than this may belong to another session that is starting up right now.
+STARTING_GRACE_SECONDS = 600
 
 
 def all_runs() -> list[RunLayout]:
@@ -39,8 +44,9 @@ def clean_leftovers(log: Callable[[str], None] = print) -> list[str]:
     for layout in all_runs():
         state = _load(layout)
         if state is None and not layout.state_file.exists():
-            # Crashed before its state was written: only a directory to remove.
-            shutil.rmtree(layout.root, ignore_errors=True)
+            # Crashed before its state was written: only a directory to remove, unless it is still starting.
+            if _age(layout) > STARTING_GRACE_SECONDS:
+                shutil.rmtree(layout.root, ignore_errors=True)
             continue
         if state is not None and (state.kept or state.owner_alive()):
             continue
@@ -51,3 +57,10 @@ def clean_leftovers(log: Callable[[str], None] = print) -> list[str]:
             log(f"  could not clean: {problem}")
         cleaned.append(layout.run_id)
     return cleaned
+
+
+def _age(layout: RunLayout) -> float:
+    try:
+        return time.time() - layout.root.stat().st_mtime
+    except OSError:
+        return 0.0
