@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from device_conformance.fakes.device_plugin.waiting import NotYet, wait_until
+from device_conformance.fakes.waiting import NotYet, wait_until
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 

@@ -17,7 +17,7 @@ import grpc
 from device_conformance.errors import ConformanceError
 from device_conformance.fakes.device_plugin.calllog import REGISTER, RPC, CallRecord, RegistrationRecord
 from device_conformance.fakes.device_plugin.config import HEALTHY, DeviceConfig
-from device_conformance.fakes.device_plugin.waiting import NotYet, wait_until
+from device_conformance.fakes.waiting import NotYet, wait_until
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from device_conformance.fakes.device_plugin.calllog import CallRecord, Registrat
 from device_conformance.fakes.device_plugin.client import ControlError, DevicePluginControl
 from device_conformance.fakes.device_plugin.config import DevicePluginConfig
 from device_conformance.fakes.device_plugin.server import remove_socket
-from device_conformance.fakes.device_plugin.waiting import NotYet
+from device_conformance.fakes.waiting import NotYet
 
 SUN_PATH_MAX = 107  # bytes a Unix socket path may have on Linux (sun_path is 108 with the NUL)
 

@@ -1,20 +1,15 @@
-"""Polling for the handle: tenacity underneath, a WaitTimeout naming what was awaited and what was seen."""
+"""Waits of the driver handle (on the fakes' shared wait_until) and call summaries for their messages."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_fixed
-
 from device_conformance.errors import WaitTimeout
+from device_conformance.fakes.waiting import NotYet
+from device_conformance.fakes.waiting import wait_until as _wait_until
 
 T = TypeVar("T")
-POLL = 0.05
-
-
-class _NotYet(Exception):
-    pass
 
 
 def wait_until(
@@ -26,31 +21,17 @@ def wait_until(
     alive: Callable[[], bool],
 ) -> T:
     """Poll probe until done(value); on timeout (or when the driver died) raise WaitTimeout with what was seen."""
-    seen: list[T] = []
 
-    def attempt() -> None:
-        seen[:] = [probe()]
-        # A dead driver cannot change anything any more: stop now instead of at the deadline.
-        if not done(seen[0]) and alive():
-            raise _NotYet
+    def check() -> T:
+        value = probe()
+        if done(value):
+            return value
+        if not alive():
+            # A dead driver cannot change anything any more: stop now instead of at the deadline.
+            raise WaitTimeout(what, timeout, f"{describe(value)} (driver process is not running)")
+        raise NotYet(describe(value))
 
-    try:
-        for tries in Retrying(
-            stop=stop_after_delay(timeout),
-            wait=wait_fixed(POLL),
-            retry=retry_if_exception_type(_NotYet),
-            reraise=True,
-        ):
-            with tries:
-                attempt()
-    except _NotYet:
-        pass
-    if seen and done(seen[0]):
-        return seen[0]
-    last = describe(seen[0]) if seen else "nothing"
-    if not alive():
-        last += " (driver process is not running)"
-    raise WaitTimeout(what, timeout, last)
+    return _wait_until(what, check, timeout)
 
 
 def summarize_calls(calls: list[dict[str, Any]]) -> str:

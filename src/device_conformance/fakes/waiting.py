@@ -1,4 +1,4 @@
-"""A condition wait for the fakes' own helpers (fakes may not import device_conformance.wait).
+"""The condition wait shared by the fakes' handles (fakes may not import device_conformance.wait).
 
 The probe raises NotYet(what it saw) until the condition holds; any other exception ends the wait at
 once (a dead plugin process should fail fast, not after the timeout).
