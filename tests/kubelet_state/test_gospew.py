@@ -2,7 +2,16 @@
 
 import pytest
 
-from device_conformance.kubelet_state.gospew import (
+from device_conformance.kubelet_state.gojson import (
+    GoJSONError,
+    go_base64_decode,
+    go_json_decode,
+    go_json_encode,
+    go_json_string,
+    object_shape,
+)
+from device_conformance.kubelet_state.gospew import fnv1a_32, spew, spew_fnv
+from device_conformance.kubelet_state.gotypes import (
     EMPTY_STRUCT,
     INT64,
     STRING,
@@ -10,20 +19,11 @@ from device_conformance.kubelet_state.gospew import (
     UINT64,
     Bytes,
     Field,
-    GoJSONError,
     Map,
     Pointer,
     Scalar,
     Slice,
     Struct,
-    fnv1a_32,
-    go_base64_decode,
-    go_json_decode,
-    go_json_encode,
-    go_json_string,
-    object_shape,
-    spew,
-    spew_fnv,
 )
 
 # The kubelet's V2 types, spelled out independently of devicemanager.py.

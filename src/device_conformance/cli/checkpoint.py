@@ -22,7 +22,7 @@ import yaml
 from device_conformance.errors import BadInput
 from device_conformance.kubelet_state import devicemanager as dm
 from device_conformance.kubelet_state import dra
-from device_conformance.kubelet_state.gospew import GoJSONError, object_shape, parse_json
+from device_conformance.kubelet_state.gojson import GoJSONError, object_shape, parse_json
 
 Kind = Literal["devicemanager", "dra"]
 _KIND_LABELS = {

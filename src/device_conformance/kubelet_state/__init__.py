@@ -2,5 +2,6 @@
 
 - ``devicemanager``: ``kubelet_internal_checkpoint`` (V1 and V2 formats, FNV-1a over go-spew);
 - ``dra``: ``dra_manager_state`` (1.31+ CRC-32 format; legacy 1.26-1.30 format verified);
-- ``gospew``: the Go value model both rely on (spew printing, encoding/json semantics).
+- ``gotypes``, ``gospew``, ``gojson``: the Go value model both rely on, its spew printing, its
+  encoding/json semantics.
 """

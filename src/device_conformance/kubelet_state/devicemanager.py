@@ -17,7 +17,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from device_conformance.kubelet_state.gospew import (
+from device_conformance.kubelet_state.gojson import go_json_decode, go_json_encode
+from device_conformance.kubelet_state.gospew import fnv1a_32, spew
+from device_conformance.kubelet_state.gotypes import (
     INT64,
     STRING,
     STRING_SLICE,
@@ -27,10 +29,6 @@ from device_conformance.kubelet_state.gospew import (
     Scalar,
     Slice,
     Struct,
-    fnv1a_32,
-    go_json_decode,
-    go_json_encode,
-    spew,
 )
 
 FILE_NAME = "kubelet_internal_checkpoint"

@@ -14,7 +14,9 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from device_conformance.kubelet_state.gospew import (
+from device_conformance.kubelet_state.gojson import go_json_decode, go_json_encode, object_shape
+from device_conformance.kubelet_state.gospew import spew_fnv
+from device_conformance.kubelet_state.gotypes import (
     EMPTY_STRUCT,
     STRING,
     STRING_SLICE,
@@ -25,10 +27,6 @@ from device_conformance.kubelet_state.gospew import (
     Scalar,
     Slice,
     Struct,
-    go_json_decode,
-    go_json_encode,
-    object_shape,
-    spew_fnv,
 )
 
 FILE_NAME = "dra_manager_state"
