@@ -56,10 +56,10 @@ def test_resource_api_versions(version, claims, rules):
 
 def test_shared_claim_eviction_bug_affects_1_35_not_1_36():
     bug = facts.SHARED_CLAIM_STALE_CONSUMER_EVICTION
-    assert bug.affected(KubeVersion.parse("1.35.0"))
-    assert not bug.affected(KubeVersion.parse("1.36.0"))
-    assert not bug.affected(KubeVersion.parse("1.37.1"))
-    assert "kubernetes/kubernetes#135686" in bug.reason()
+    assert bug.affects(KubeVersion.parse("1.35.0"))
+    assert not bug.affects(KubeVersion.parse("1.36.0"))
+    assert not bug.affects(KubeVersion.parse("1.37.1"))
+    assert bug.issue == "kubernetes#135686"
 
 
 def test_deny_policy_names_the_user_and_subresource():

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from device_conformance.expectations.behaviour import KnownBug
 from device_conformance.expectations.versions import KubeVersion
 
 
@@ -28,21 +27,6 @@ def has_none_taint_effect(version: KubeVersion) -> bool:
     return version.at_least(35)
 
 
-@dataclass(frozen=True)
-class KnownBug:
-    """An upstream bug a test reproduces; affected(version) decides the strict xfail."""
-
-    reference: str
-    summary: str
-    first_fixed: KubeVersion | None  # None: no fixed release known
-
-    def affected(self, version: KubeVersion) -> bool:
-        return self.first_fixed is None or version < self.first_fixed
-
-    def reason(self) -> str:
-        return f"known upstream bug {self.reference}: {self.summary}"
-
-
 # devicetainteviction handlePods returned (instead of continuing) on a stale status.reservedFor entry (pod gone,
 # or UID mismatch), so later consumers of a shared claim were not evicted. Fix proposed in
 # kubernetes/kubernetes#135686 (closed unmerged). Read in the module sources (pkg/controller/devicetainteviction/
@@ -50,7 +34,9 @@ class KnownBug:
 # `continue` (the loop became a switch when PodGroup consumers were added). 1.35 patch releases after .0 and
 # 1.33/1.34 were not read: they count as affected.
 SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
-    reference="kubernetes/kubernetes#135686",
-    summary="device taint eviction skips later consumers of a shared claim after a stale reservedFor entry",
-    first_fixed=KubeVersion(1, 36, 0),
+    issue="kubernetes#135686",
+    title="device taint eviction skips later consumers of a shared claim after a stale reservedFor entry",
+    since_minor=33,  # the device-taint eviction controller came with DRADeviceTaints (alpha, 1.33)
+    fixed_in=KubeVersion(1, 36, 0),
+    fix="handlePods continuing past stale entries (1.36.0 source)",
 )
