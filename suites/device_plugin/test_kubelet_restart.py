@@ -27,6 +27,24 @@ def podresources_socket(node):
     return str(node.host_path(podresources.DEFAULT_SOCKET))
 
 
+def _restart_and_reregister(kube, node, plugin, resource):
+    """Restart the kubelet; the plugin registers a second time and the node offers both devices again."""
+    node.restart_kubelet()
+    plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
+    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
+
+
+def _keeps_running(kube, namespace, name, before, duration=5):
+    def unchanged():
+        current = pods.read(kube, namespace, name)
+        status = current.status.container_statuses[0]
+        if current.metadata.uid != before.metadata.uid or current.status.phase != "Running" or status.restart_count:
+            return pods.summary(current)
+        return None
+
+    stays(unchanged, what=f"pod {namespace}/{name} to keep running unrestarted", duration=duration)
+
+
 @pytest.mark.disruptive
 def test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters(kube, node, namespace, make_pod, device_plugin):
     plugin = device_plugin(devices=("dev-0", "dev-1"))
@@ -162,9 +180,7 @@ def test_pod_with_init_and_app_devices_survives_kubelet_restart(kube, node, name
     before = wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
     devices = _devices_of(node, namespace, name, resource)
 
-    node.restart_kubelet()
-    plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
+    _restart_and_reregister(kube, node, plugin, resource)
 
     _keeps_running(kube, namespace, name, before)
     assert _devices_of(node, namespace, name, resource) == devices
@@ -192,17 +208,6 @@ def test_reboot_with_plugin_held_back_fails_the_pod_instead_of_running_it_withou
     assert NO_HEALTHY_DEVICES in failed.status.message, failed.status.message
     wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
     assert len(plugin.calls("Allocate")) == 1
-
-
-def _keeps_running(kube, namespace, name, before, duration=5):
-    def unchanged():
-        current = pods.read(kube, namespace, name)
-        status = current.status.container_statuses[0]
-        if current.metadata.uid != before.metadata.uid or current.status.phase != "Running" or status.restart_count:
-            return pods.summary(current)
-        return None
-
-    stays(unchanged, what=f"pod {namespace}/{name} to keep running unrestarted", duration=duration)
 
 
 @pytest.mark.disruptive
@@ -242,9 +247,7 @@ def test_assignments_survive_kubelet_restart_then_plugin_restart(kube, node, nam
     before = wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
     devices = _devices_of(node, namespace, name, resource)
 
-    node.restart_kubelet()
-    plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
+    _restart_and_reregister(kube, node, plugin, resource)
     _keeps_running(kube, namespace, name, before, duration=2)
     assert _devices_of(node, namespace, name, resource) == devices
 
