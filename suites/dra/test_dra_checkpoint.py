@@ -6,6 +6,7 @@ import uuid
 import pytest
 
 from device_conformance.errors import ConformanceError
+from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT
 from device_conformance.kubelet_state import dra as dra_state
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait
@@ -13,7 +14,7 @@ from device_conformance.wait.core import Pending, until
 
 pytestmark = [pytest.mark.dra, pytest.mark.checkpoint]
 
-POD_TIMEOUT = 60
+POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
 REGISTRATION_TIMEOUT = 30
 # Claims of pods the kubelet does not know are unprepared by the DRA manager's reconcile loop (60 s period,
 # first run once all pod sources are ready).

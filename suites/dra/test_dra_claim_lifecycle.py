@@ -3,6 +3,7 @@ failed and blocked NodePrepareResources / NodeUnprepareResources calls."""
 
 import pytest
 
+from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT
 from device_conformance.fakes.dra_driver import cdi
 from device_conformance.kube import pods
 from device_conformance.node.cri import cdi_support
@@ -12,7 +13,7 @@ from device_conformance.wait.core import Pending, stays, until
 
 pytestmark = pytest.mark.dra
 
-POD_TIMEOUT = 60
+POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
 UNPREPARE_TIMEOUT = 60
 # A failed NodePrepareResources does not fail the pod sync (kuberuntime_manager.go SyncPod logs, emits the
 # event and returns without an error), so the pod is retried at the resync interval: 60 s + up to 50 % jitter.

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait
@@ -12,7 +13,7 @@ from device_conformance.wait.core import stays
 
 pytestmark = pytest.mark.dra
 
-POD_TIMEOUT = 60
+POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
 REGISTRATION_TIMEOUT = 30
 # The kubelet deletes a driver's ResourceSlices 30 s after its last plugin disconnected (defaultWipingDelay).
 WIPING_DELAY = 30

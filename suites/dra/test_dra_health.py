@@ -3,6 +3,7 @@ by default from 1.36) in the pod's containerStatuses[].allocatedResourcesStatus.
 
 import pytest
 
+from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.kube import pods
 from device_conformance.wait import kube as wait
@@ -10,7 +11,7 @@ from device_conformance.wait.core import Pending, until
 
 pytestmark = pytest.mark.dra
 
-POD_TIMEOUT = 60
+POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
 STREAM_TIMEOUT = 30  # the kubelet (re)opens the health stream every 5 s
 HEALTH_TIMEOUT = 30
 

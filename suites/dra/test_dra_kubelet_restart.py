@@ -2,13 +2,14 @@
 
 import pytest
 
+from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import stays
 
 pytestmark = [pytest.mark.dra, pytest.mark.disruptive]
 
-POD_TIMEOUT = 60
+POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
 REGISTRATION_TIMEOUT = 30
 UNPREPARE_TIMEOUT = 90
 RETRY_TIMEOUT = 90

@@ -3,13 +3,14 @@ the DRA service stopped apart from the registrar."""
 
 import pytest
 
+from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT
 from device_conformance.kube import pods
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait
 
 pytestmark = pytest.mark.dra
 
-POD_TIMEOUT = 60
+POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
 REGISTRATION_TIMEOUT = 30
 # The plugin manager's reconciler retries a failed registration with exponential backoff.
 REGISTRATION_RETRY_TIMEOUT = 60

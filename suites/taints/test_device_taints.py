@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from device_conformance.expectations.dra import has_none_taint_effect
+from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT, has_none_taint_effect
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.kube import dra, pods
@@ -18,7 +18,7 @@ from device_conformance.wait.core import stays
 pytestmark = pytest.mark.taints
 
 KEY = "example.com/broken"
-POD_TIMEOUT = 60
+POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
 EVICTION_TIMEOUT = 30
 EVICTION_REASON = "DeletionByDeviceTaintManager"
 EVICTION_MESSAGE = "Device Taint manager: deleting due to NoExecute taint"

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from kubernetes import client
 
-from device_conformance.expectations.dra import SHARED_CLAIM_STALE_CONSUMER_EVICTION
+from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT, SHARED_CLAIM_STALE_CONSUMER_EVICTION
 from device_conformance.kube import admission, dra, pods
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait
@@ -21,7 +21,7 @@ from device_conformance.wait.core import Pending, until
 pytestmark = pytest.mark.taints
 
 KEY = "example.com/broken"
-POD_TIMEOUT = 60
+POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
 EVICTION_TIMEOUT = 30
 CLAIM_CONTROLLER = "system:serviceaccount:kube-system:resource-claim-controller"
 POLICY_TIMEOUT = 30

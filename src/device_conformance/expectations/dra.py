@@ -40,3 +40,11 @@ SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
     fixed_in=KubeVersion(1, 36, 0),
     fix="handlePods continuing past stale entries (1.36.0 source)",
 )
+
+
+# A pod with a claim can fail its first NodePrepareResources with "fetch ResourceClaim ... forbidden ...
+# no relationship found between node and this object": the node authorizer learns pod -> claim from
+# pod.status.resourceClaimStatuses through its own informer, which can lag the kubelet (seen here under
+# load). The kubelet retries prepare only at the next pod resync (60-90 s, kuberuntime_manager.go), so
+# waits for such a pod to start allow one resync; they still end as soon as the pod runs.
+CLAIM_POD_START_TIMEOUT = 120
