@@ -134,14 +134,7 @@ class DraDriverHandle:
         times: int | None = None,
     ) -> None:
         """Fail NodePrepareResources with a gRPC status (code) or, per_claim, in the claim's `error` field."""
-        self.control(
-            "fail",
-            method="NodePrepareResources",
-            message=message,
-            code=None if per_claim else code,
-            claim_uid=claim_uid,
-            times=times,
-        )
+        self._fail_claim_call("NodePrepareResources", message, code, per_claim, claim_uid, times)
 
     def fail_unprepare(
         self,
@@ -152,14 +145,15 @@ class DraDriverHandle:
         claim_uid: str | None = None,
         times: int | None = None,
     ) -> None:
-        self.control(
-            "fail",
-            method="NodeUnprepareResources",
-            message=message,
-            code=None if per_claim else code,
-            claim_uid=claim_uid,
-            times=times,
-        )
+        """Fail NodeUnprepareResources, like fail_prepare."""
+        self._fail_claim_call("NodeUnprepareResources", message, code, per_claim, claim_uid, times)
+
+    def _fail_claim_call(
+        self, method: str, message: str, code: str, per_claim: bool, claim_uid: str | None, times: int | None
+    ) -> None:
+        # No gRPC code means the driver answers OK and reports the error in the claim's result.
+        code_or_none = None if per_claim else code
+        self.control("fail", method=method, message=message, code=code_or_none, claim_uid=claim_uid, times=times)
 
     def fail_get_info(
         self, message: str = "injected GetInfo failure", *, code: str = "UNKNOWN", times: int | None = None
