@@ -18,7 +18,7 @@ def test_behaviour_takes_the_latest_entry_at_or_below_the_version():
     assert outcome(V1_CHECKPOINT_ON_RESTART, V("1.22.0")) == ADMITTED_WITHOUT_DEVICES
     assert outcome(V1_CHECKPOINT_ON_RESTART, V("1.29.9")) == REJECTED_UNTIL_REGISTERED
     assert outcome(V1_CHECKPOINT_ON_RESTART, V("1.37.1")) == ADMITTED_WITHOUT_DEVICES
-    assert V1_CHECKPOINT_ON_RESTART.at(V("1.30.0")).reference == "kubernetes#123398"
+    assert V1_CHECKPOINT_ON_RESTART.at(V("1.31.0")).reference == "kubernetes#123398"
 
 
 def test_behaviour_before_any_entry_is_an_error():
@@ -30,10 +30,10 @@ def test_known_bug_marker_only_on_affected_versions():
     assert known_bug_marker(PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE, V("1.37.1")) is None
     marker = known_bug_marker(PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE, V("1.35.4"))
     assert marker is not None and marker.kwargs["strict"] is True
-    assert "kubernetes#127803" in marker.kwargs["reason"] and "fixed in 1.36.0" in marker.kwargs["reason"]
+    assert "kubernetes#127803" in marker.kwargs["reason"] and "fixed in 1.37.0" in marker.kwargs["reason"]
 
 
 def test_open_bug_affects_every_version_since():
-    bug = KnownBug("kubernetes#1", "t", since_minor=20)
+    bug = KnownBug("kubernetes#1", "t", first_affected="1.20.0")
     assert not bug.affects(V("1.19.9")) and bug.affects(V("1.37.1"))
     assert "no fix released" in known_bug_marker(bug, V("1.37.1")).kwargs["reason"]

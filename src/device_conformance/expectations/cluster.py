@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from device_conformance.expectations.dra import device_taint_rule_api_version, has_device_taints, supports_dra
 from device_conformance.expectations.versions import KubeVersion
 
 
@@ -26,23 +27,31 @@ class ComponentSettings:
 
 
 def settings_for(version: KubeVersion) -> ComponentSettings:
-    """What the suites need switched on for `version` (DRA, device taints, cgroup v1 hosts)."""
+    """What the suites need switched on for `version` (DRA, device taints, cgroup v1 hosts).
+
+    A gate a release does not know is fatal to every component given it, so each gate is set only in the
+    minors whose pkg/features/kube_features.go (module source of the newest patch of each minor) has it:
+    DynamicResourceAllocation 1.26+ (beta, off, in 1.32-1.33; GA from 1.34), DRADeviceTaints 1.33+ (alpha,
+    off, 1.33-1.35; beta, on, 1.36; GA 1.37), DRADeviceTaintRules 1.35+ (alpha, off, 1.35; beta, off, 1.36;
+    GA, on, 1.37). Before 1.32 nothing is turned on: no release before it serves an API the DRA suites use.
+    """
     gates: dict[str, bool] = {}
     runtime: list[str] = []
     kubelet: dict[str, object] = {}
     if version.at_least(35):
         # 1.35 flipped failCgroupV1 to true (KEP-5573, kubernetes#134298); our hosts are cgroup v1.
         kubelet["failCgroupV1"] = False
-    if not version.at_least(34):
-        # DRA is GA and on by default from 1.34 (KEP-4381); before that it is a beta gate + API.
+    if supports_dra(version) and not version.at_least(34):
+        # DRA is GA and on by default from 1.34 (KEP-4381); in 1.32-1.33 it is a beta gate + API.
         gates["DynamicResourceAllocation"] = True
         runtime.append("resource.k8s.io/v1beta1=true")
-    if not version.at_least(36):
+    if has_device_taints(version) and not version.at_least(36):
         # DRADeviceTaints: alpha 1.33-1.35, beta on in 1.36, GA in 1.37 (KEP-5055, kubernetes/enhancements#6299).
         gates["DRADeviceTaints"] = True
-    if version.at_least(33) and not version.at_least(37):
-        # DeviceTaintRule: v1alpha3 until 1.35, v1beta2 (gate off by default) in 1.36, v1 in 1.37.
-        if version.at_least(35):
-            gates["DRADeviceTaintRules"] = True
-        runtime.append("resource.k8s.io/v1beta2=true" if version.at_least(36) else "resource.k8s.io/v1alpha3=true")
+    if version.at_least(35) and not version.at_least(37):
+        # DeviceTaintRule's own gate, from 1.35 (kubernetes#135068); before, DRADeviceTaints covers rules.
+        gates["DRADeviceTaintRules"] = True
+    if has_device_taints(version) and not version.at_least(37):
+        # DeviceTaintRule: v1alpha3 in 1.33-1.35, v1beta2 (off by default) in 1.36, v1 in 1.37.
+        runtime.append(f"{device_taint_rule_api_version(version)}=true")
     return ComponentSettings(feature_gates=gates, runtime_config=runtime, kubelet_config=kubelet)

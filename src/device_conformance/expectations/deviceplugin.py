@@ -1,68 +1,130 @@
-"""What the device plugin manager does, by kubelet version; each entry names the upstream change."""
+"""What the device plugin manager does, by kubelet release; each entry names the upstream change and where
+its release numbers were read.
+
+"Module source vX.Y.Z" below means pkg/kubelet/cm/devicemanager/ (or the named file) in the k8s.io/kubernetes
+module zip of that release from the Go module proxy; CHANGELOG-1.NN.md is the file of that name in the same
+zips (the release notes of every patch release of the minor).
+"""
 
 from __future__ import annotations
 
-from device_conformance.expectations.behaviour import Behaviour, KnownBug, Since
-from device_conformance.expectations.versions import KubeVersion
+from device_conformance.expectations.behaviour import Behaviour, Fix, KnownBug, Since
 
 # Outcomes of a restart on a checkpoint the kubelet cannot use (names used by the checkpoint tests).
 REJECTED_UNTIL_REGISTERED = "rejected-until-registered"  # the resource is known: pods fail admission
 ADMITTED_WITHOUT_DEVICES = "admitted-without-devices"  # state lost: node status still offers the devices
 
 # A pre-1.20 ("v1", flat DeviceIDs) kubelet_internal_checkpoint, plugin not registered, kubelet restarted.
+# - 1.20.0: the checkpoint format changed and the reader only knows the new one; a v1 file is a logged read
+#   error and empty state (#102880).
+# - The v1 fallback reader (PR #102882, checkpoint/checkpointv1.go) is in module source v1.23.0 and was
+#   cherry-picked to 1.22 (#106253), 1.21 (#106254) and 1.20 (#106295), all merged 2021-12-02 (#102880
+#   thread). checkpointv1.go is absent from v1.22.4 and v1.21.7, present in v1.22.5 and v1.21.8; it is
+#   absent from v1.20.13 and present in v1.20.15. v1.20.14 itself could not be read (the proxy answers 403
+#   for it) and the release notes omit the change (release-note text only on the master PR), so 1.20.14 is
+#   inferred: it shipped with 1.21.8/1.22.5 and carries 1.20 cherry-picks merged after 2021-12-02 (#106927
+#   in CHANGELOG-1.20 v1.20.14). If that were wrong, only 1.20.14's verdict would be.
+# - PR #123398 removed the v1 reader: CHANGELOG-1.31 v1.31.0 ("no longer able to recover from device
+#   manager state file older than 1.20"); checkpointv1.go is in v1.30.14, not in v1.31.0. Not backported.
 V1_CHECKPOINT_ON_RESTART = Behaviour(
     "pre-1.20 checkpoint read at kubelet start",
     (
-        # 1.20-1.22.x: v2 reader only; warning, empty state (#102880).
-        Since(20, ADMITTED_WITHOUT_DEVICES, "kubernetes#102880"),
-        # 1.23 (backported to 1.20-1.22 in Dec 2021): falls back to the v1 reader (PR #102882).
-        Since(23, REJECTED_UNTIL_REGISTERED, "kubernetes#102882"),
-        # 1.30: v1 support removed; "the kubelet is no longer able to recover from device manager state
-        # file older than 1.20" (PR #123398, api-facts §5.8).
-        Since(30, ADMITTED_WITHOUT_DEVICES, "kubernetes#123398"),
+        Since("1.20.0", ADMITTED_WITHOUT_DEVICES, "kubernetes#102880"),
+        Since(
+            "1.23.0",
+            REJECTED_UNTIL_REGISTERED,
+            "kubernetes#102882",
+            backports=(
+                Fix("1.22.5", "kubernetes#106253"),
+                Fix("1.21.8", "kubernetes#106254"),
+                Fix("1.20.14", "kubernetes#106295"),
+            ),
+        ),
+        Since("1.31.0", ADMITTED_WITHOUT_DEVICES, "kubernetes#123398"),
     ),
 )
 
-# A kubelet_internal_checkpoint whose checksum does not match: every version logs
-# "Continue after failing to read checkpoint file" and starts with empty state (api-facts §5.8).
+# A kubelet_internal_checkpoint whose checksum does not match: ManagerImpl.Start logs "Continue after
+# failing to read checkpoint file" and starts with empty state. Same in module source v1.20.15 (warning),
+# v1.30.14 and v1.31.0 (info), v1.37.1 (error); the v1 fallback of 1.20.14-1.30 fails the checksum too.
 CORRUPT_CHECKPOINT_ON_RESTART = Behaviour(
     "checkpoint with a wrong checksum read at kubelet start",
-    (Since(20, ADMITTED_WITHOUT_DEVICES, "pkg/kubelet/cm/devicemanager/manager.go: any read error is only logged"),),
+    (
+        Since(
+            "1.20.0", ADMITTED_WITHOUT_DEVICES, "pkg/kubelet/cm/devicemanager/manager.go: any read error is only logged"
+        ),
+    ),
 )
 
-# The kubelet's warning for both of the above.
+# The kubelet's message for both of the above.
 CHECKPOINT_READ_WARNING = "Continue after failing to read checkpoint file"
 
-# Two plugin instances serving one resource on different sockets (rollout): the old one going away
-# removed the new one's endpoint, allocatable dropped to 0 (#121994, #127803; per-socket endpoints in
-# PR #135437, first released in 1.36).
+# Two plugin instances serving one resource on different sockets (rollout): the old one going away removed
+# the new one's endpoint and allocatable dropped to 0 (#121994, #127803). PR #135437 keys endpoints by
+# socket (ManagerImpl.endpointStore): present in module source v1.37.0 and v1.37.1; v1.36.4 and v1.36.5
+# (read from an unverified zip: the checksum database has no v1.36.5) still key them by resource name.
+# CHANGELOG-1.37 has no entry for it and no cherry-pick was found. First affected: 1.10.0 as recorded
+# before (per-resource-name endpoints since the v1beta1 API); releases before 1.20 were not read.
 PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE = KnownBug(
     issue="kubernetes#127803",
     title="a device plugin rollout with two instances zeroes allocatable",
-    since_minor=10,
-    fixed_in=KubeVersion(1, 36, 0),
-    fix="kubernetes#135437",
+    first_affected="1.10.0",
+    fixes=(Fix("1.37.0", "kubernetes#135437"),),
+    shown_by="suites/device_plugin/test_plugin_restart.py::test_rollout_of_a_second_instance_keeps_the_resource_available",
 )
 
-# A Succeeded pod kept by a finalizer was re-admitted (and failed) after a kubelet restart.
+# A Succeeded pod kept by a finalizer was re-admitted (and failed) after a kubelet restart (#126341).
+# Fix #126343: CHANGELOG-1.32 v1.32.0; cherry-picks: CHANGELOG-1.31 v1.31.1 (#127207), CHANGELOG-1.30
+# v1.30.5 (#127208), CHANGELOG-1.29 v1.29.9 (#127209), CHANGELOG-1.28 v1.28.14 (#127210).
+# First affected: module source v1.21.14 HandlePodAdditions skips admission for terminated pods
+# (podIsTerminated); from v1.22 (pod worker rework) it checks only IsPodTerminationRequested, so 1.22.0.
+# (The data said 1.26 before, without a source.) Whether the device plugin test shows it on 1.22-1.27
+# also depends on #116376 (rejecting pods whose plugin is not registered: 1.28.0, cherry-picked to
+# 1.26.5 and 1.25.10) and was not checked; from 1.28 it is unambiguous.
 SUCCEEDED_POD_READMITTED = KnownBug(
     issue="kubernetes#126341",
     title="terminated pods are re-admitted on kubelet restart",
-    since_minor=26,
-    fixed_in=KubeVersion(1, 32, 0),
-    fix="kubernetes#126343 (backports #127207 to 1.31, #127208 to 1.30)",
+    first_affected="1.22.0",
+    fixes=(
+        Fix("1.32.0", "kubernetes#126343"),
+        Fix("1.31.1", "kubernetes#127207"),
+        Fix("1.30.5", "kubernetes#127208"),
+        Fix("1.29.9", "kubernetes#127209"),
+        Fix("1.28.14", "kubernetes#127210"),
+    ),
+    shown_by=(
+        "suites/device_plugin/test_kubelet_restart.py::"
+        "test_succeeded_pod_is_not_readmitted_after_restart_without_its_plugin"
+    ),
 )
 
 # Capacity of a stopped endpoint stays for the grace period; after expiry the resource is removed from
 # the manager and reported as 0 (the key itself is never removed from node status: #52510).
 ENDPOINT_STOP_GRACE_SECONDS = 5 * 60  # endpointStopGracePeriod, pkg/kubelet/cm/devicemanager/endpoint.go
 
+# When a stopped endpoint's grace period expires, GetCapacity deleted the endpoint in its healthy-devices
+# loop, so its unhealthy-devices loop then logged "Unexpected: unhealthyDevices and endpoints became out of
+# sync" (#133702). Both sets are still removed in the same call, so node status and podresources are the
+# same on both sides of the fix: only the log line shows it. Fix PR #133724 (release note NONE, so not in
+# any CHANGELOG): module source v1.35.0 deletes after both loops; v1.33.13 and v1.34.12 do not (no
+# cherry-pick). The two loops are already in v1.20.15, the oldest source read (the message says "are out
+# of sync" there and in v1.28.15), so 1.20.0 is the earliest release this entry vouches for.
+EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG = KnownBug(
+    issue="kubernetes#133702",
+    title="an expired device plugin endpoint logs 'unhealthyDevices and endpoints became out of sync'",
+    first_affected="1.20.0",
+    fixes=(Fix("1.35.0", "kubernetes#133724"),),
+    shown_by="the kubelet log after endpointStopGracePeriod expires (no suite test checks it)",
+)
+
 # A kubelet starting without kubelet_internal_checkpoint (a recreated node) should zero the node's
-# extended resources until their plugins register (PR #77699). ListCheckpoints lists every file in
-# the device-plugins directory, kubelet.sock included, so the reset never happens (#126943, open;
-# fix proposed in PR #137335).
+# extended resources until their plugins register (PR #77699, 1.15). ListCheckpoints lists every file in
+# the device-plugins directory, kubelet.sock included, so the reset never happens (#126943, open; fix
+# proposed in PR #137335, open). ShouldResetExtendedResourceCapacity is `len(checkpoints) == 0` over that
+# list in module source v1.20.15, v1.28.15, v1.36.4, v1.36.5, v1.37.1 and v1.37.2.
 EXTENDED_RESOURCES_NOT_RESET = KnownBug(
     issue="kubernetes#126943",
     title="extended resources are not zeroed when the device manager checkpoint is missing",
-    since_minor=15,
+    first_affected="1.15.0",
+    shown_by="suites/device_plugin/test_checkpoint.py::test_missing_checkpoint_resets_the_extended_resource",
 )

@@ -1,20 +1,49 @@
-"""DRA and device-taint facts per Kubernetes version, as data. Every entry names its upstream source."""
+"""DRA and device-taint facts per Kubernetes release, as data. Every entry names its upstream source.
+
+"Module source vX.Y.Z" means the k8s.io/kubernetes (or staging module, e.g. k8s.io/dynamic-resource-allocation
+v0.Y.Z) module zip of that release from the Go module proxy; CHANGELOG-1.NN.md is the file of that name there.
+"""
 
 from __future__ import annotations
 
-from device_conformance.expectations.behaviour import KnownBug
+from device_conformance.expectations.behaviour import Fix, KnownBug
 from device_conformance.expectations.versions import KubeVersion
+
+# The suites' DRA objects need resource.k8s.io/v1beta1 at least: first served in 1.32 (module source
+# v1.32.13 pkg/registry/resource/rest/storage_resource.go; 1.31 serves v1alpha3, 1.27-1.30 v1alpha2).
+FIRST_DRA_MINOR = 32
+# Device taints, DeviceTaintRule and the device-taint eviction controller: DRADeviceTaints, alpha in 1.33
+# (PR #130447, CHANGELOG-1.33 v1.33.0; the gate is unknown to 1.32).
+FIRST_DEVICE_TAINTS_MINOR = 33
+
+
+def supports_dra(version: KubeVersion) -> bool:
+    """Whether the suites' DRA tests can run on `version` (see FIRST_DRA_MINOR)."""
+    return version.at_least(FIRST_DRA_MINOR)
+
+
+def has_device_taints(version: KubeVersion) -> bool:
+    """Whether `version` has device taints and DeviceTaintRules (see FIRST_DEVICE_TAINTS_MINOR)."""
+    return version.at_least(FIRST_DEVICE_TAINTS_MINOR)
 
 
 def resource_api_version(version: KubeVersion) -> str:
     """The resource.k8s.io version for claims, slices and classes: v1 is GA and served from 1.34 (KEP-4381);
-    1.32-1.33 need v1beta1 (enabled by expectations/cluster.py)."""
+    1.32-1.33 need v1beta1 (enabled by expectations/cluster.py). Older releases have no version our
+    objects fit."""
+    if not supports_dra(version):
+        raise LookupError(
+            f"Kubernetes {version} serves no resource.k8s.io version the DRA suites can use "
+            f"(v1beta1 and later, from 1.{FIRST_DRA_MINOR})"
+        )
     return "resource.k8s.io/v1" if version.at_least(34) else "resource.k8s.io/v1beta1"
 
 
 def device_taint_rule_api_version(version: KubeVersion) -> str:
     """DeviceTaintRule: v1alpha3 in 1.33-1.35, v1beta2 in 1.36, v1 (GA, DRADeviceTaintRules on) in 1.37
-    (k8s.io/api v0.37.1 resource/v1/types.go; kube_features.go v1.37.1)."""
+    (k8s.io/api v0.37.1 resource/v1/types.go; storage_resource.go of each release). Releases before 1.33
+    have no DeviceTaintRule (has_device_taints); the answer for them is the alpha version that 1.33 added
+    it to, so that fixtures of DRA tests without taints still build."""
     if version.at_least(37):
         return "resource.k8s.io/v1"
     if version.at_least(36):
@@ -23,22 +52,40 @@ def device_taint_rule_api_version(version: KubeVersion) -> str:
 
 
 def has_none_taint_effect(version: KubeVersion) -> bool:
-    """Effect `None` and DeviceTaintRule status conditions came with 1.35 (kubernetes#134152)."""
+    """Effect `None` and DeviceTaintRule status conditions came with 1.35 (kubernetes#134152, CHANGELOG-1.35
+    v1.35.0)."""
     return version.at_least(35)
 
 
+# A claim's NoExecute toleration was not copied into the allocation result, so the eviction controller
+# (which reads allocation.devices.results[].tolerations) evicted a tolerating pod at once (#134434: "Kubernetes
+# >= 1.33 where the feature was introduced"). Fix PR #134479: CHANGELOG-1.35 v1.35.0; the allocator in
+# k8s.io/dynamic-resource-allocation v0.35.0 sets Tolerations in the results (incubating and experimental
+# allocators, the ones used with DRADeviceTaints on), v0.33.13, v0.34.4 and v0.34.12 do not. No cherry-pick:
+# none in CHANGELOG-1.33 (to 1.33.12) or CHANGELOG-1.34 (to 1.34.11), none found in the issue tracker.
+NOEXECUTE_TOLERATION_IGNORED = KnownBug(
+    issue="kubernetes#134434",
+    title="a pod whose claim tolerates a NoExecute device taint is evicted at once",
+    first_affected="1.33.0",
+    fixes=(Fix("1.35.0", "kubernetes#134479"),),
+    shown_by=(
+        "suites/taints/test_device_taints.py::test_toleration_seconds_delay_the_eviction (and, timing "
+        "permitting, test_removing_the_taint_first_cancels_the_eviction)"
+    ),
+)
+
 # devicetainteviction handlePods returned (instead of continuing) on a stale status.reservedFor entry (pod gone,
-# or UID mismatch), so later consumers of a shared claim were not evicted. Fix proposed in
-# kubernetes/kubernetes#135686 (closed unmerged). Read in the module sources (pkg/controller/devicetainteviction/
-# device_taint_eviction.go, handlePods): v1.35.0 has `return`; v1.36.0, v1.36.4, v1.36.5 and v1.37.1 have
-# `continue` (the loop became a switch when PodGroup consumers were added). 1.35 patch releases after .0 and
-# 1.33/1.34 were not read: they count as affected.
+# or UID mismatch), so later consumers of a shared claim were not evicted. PR #135686 (no issue filed; closed
+# unmerged) proposed the fix. Read in module source pkg/controller/devicetainteviction/device_taint_eviction.go
+# handlePods: `return` in v1.33.13, v1.34.4, v1.34.12, v1.35.0, v1.35.4 and v1.35.8; `continue` in v1.36.4,
+# v1.36.5 and v1.37.1, where the loop became a switch for PodGroup consumers. That rewrite is most likely
+# PR #136989 (KEP-5729 PodGroup claims, CHANGELOG-1.36 v1.36.0), not confirmed from its diff.
 SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
     issue="kubernetes#135686",
     title="device taint eviction skips later consumers of a shared claim after a stale reservedFor entry",
-    since_minor=33,  # the device-taint eviction controller came with DRADeviceTaints (alpha, 1.33)
-    fixed_in=KubeVersion(1, 36, 0),
-    fix="handlePods continuing past stale entries (1.36.0 source)",
+    first_affected="1.33.0",  # the device-taint eviction controller came with DRADeviceTaints (alpha, 1.33)
+    fixes=(Fix("1.36.0", "kubernetes#136989 (probably; handlePods continues past stale entries from 1.36.0)"),),
+    shown_by="suites/taints/test_taint_shared_claim_eviction.py::test_consumers_after_a_stale_reservation_are_evicted",
 )
 
 

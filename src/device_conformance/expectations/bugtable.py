@@ -1,0 +1,99 @@
+"""Every known bug and versioned behaviour in one place, and the table docs/known-bugs.md made from them.
+
+Regenerate the document after changing the data (a unit test compares it):
+    .venv/bin/python -m device_conformance.expectations.bugtable > docs/known-bugs.md
+"""
+
+from __future__ import annotations
+
+import re
+
+from device_conformance.expectations import deviceplugin, dra
+from device_conformance.expectations.behaviour import Behaviour, Fix, KnownBug
+from device_conformance.expectations.versions import KubeVersion
+
+KNOWN_BUGS: tuple[KnownBug, ...] = (
+    deviceplugin.PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE,
+    deviceplugin.SUCCEEDED_POD_READMITTED,
+    deviceplugin.EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG,
+    deviceplugin.EXTENDED_RESOURCES_NOT_RESET,
+    dra.NOEXECUTE_TOLERATION_IGNORED,
+    dra.SHARED_CLAIM_STALE_CONSUMER_EVICTION,
+)
+
+BEHAVIOURS: tuple[Behaviour, ...] = (
+    deviceplugin.V1_CHECKPOINT_ON_RESTART,
+    deviceplugin.CORRUPT_CHECKPOINT_ON_RESTART,
+)
+
+# The minors the suites are run against and the table shows.
+MATRIX_MINORS = tuple(range(28, 38))
+
+_REFERENCE_RE = re.compile(r"\bkubernetes#(\d+)")
+
+
+def _linked(text: str) -> str:
+    return _REFERENCE_RE.sub(r"[kubernetes#\1](https://github.com/kubernetes/kubernetes/issues/\1)", text)
+
+
+def _releases(fixes: tuple[Fix, ...]) -> str:
+    return "<br>".join(f"{fix.release}: {_linked(fix.pr)}" for fix in fixes) or "no fix released"
+
+
+def affected_releases(bug: KnownBug, minor: int) -> str:
+    """Which releases of 1.<minor> the bug affects: 'all', 'none', '< 1.<minor>.<patch>' (fixed by a
+    cherry-pick) or '>= 1.<minor>.<patch>' (introduced in a patch release)."""
+    if (1, minor) < (bug.first_affected.major, bug.first_affected.minor):
+        return "none"
+    start = max(KubeVersion(1, minor, 0), bug.first_affected)
+    fix = bug.fix_for(start)
+    if fix is not None and fix.release <= start:
+        return "none"
+    since = f">= {start}" if start.patch else ""
+    until = f"< {fix.release}" if fix else ""
+    return ", ".join(part for part in (since, until) if part) or "all"
+
+
+def render() -> str:
+    header = [f"1.{minor}" for minor in MATRIX_MINORS]
+    lines = [
+        "# Known upstream bugs and versioned behaviour",
+        "",
+        "Generated from `src/device_conformance/expectations/` by",
+        "`python -m device_conformance.expectations.bugtable`; edit the data there, not this file.",
+        "Where each release number was read is in the comment above each entry.",
+        "",
+        "A release is affected from the first affected release until the fix reached its own branch:",
+        "from the cherry-pick's patch release on a branch that got one, from the mainline fix on later minors,",
+        "never on an older branch that got none.",
+        "",
+        "## Bugs",
+        "",
+        "| Issue | Bug | First affected | Fixed in (per branch) | Shown by |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for bug in KNOWN_BUGS:
+        lines.append(
+            f"| {_linked(bug.issue)} | {bug.title} | {bug.first_affected} | {_releases(bug.fixes)} | {bug.shown_by} |"
+        )
+    lines += [
+        "",
+        "## Affected releases per minor",
+        "",
+        "| Issue | " + " | ".join(header) + " |",
+        "| --- | " + " | ".join("---" for _ in header) + " |",
+    ]
+    for bug in KNOWN_BUGS:
+        cells = [affected_releases(bug, minor) for minor in MATRIX_MINORS]
+        lines.append(f"| {bug.issue} | " + " | ".join(cells) + " |")
+    lines += ["", "## Behaviour", ""]
+    for behaviour in BEHAVIOURS:
+        lines += [f"### {behaviour.name}", "", "| Outcome | From (per branch) |", "| --- | --- |"]
+        for entry in behaviour.entries:
+            lines.append(f"| {entry.outcome} | {_releases(entry.releases)} |")
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,0 +1,371 @@
+"""Verdicts of the version data on every minor the suites run against (1.28-1.37), at patch releases on both
+sides of each fix, and the data's own consistency. The expected values restate what the comments in
+src/device_conformance/expectations/ cite (CHANGELOGs and module sources of each release)."""
+
+from pathlib import Path
+
+import pytest
+
+from device_conformance.expectations import bugtable, cluster, deviceplugin, dra
+from device_conformance.expectations.behaviour import Behaviour, Fix, KnownBug, Since, outcome, released_in
+from device_conformance.expectations.deviceplugin import ADMITTED_WITHOUT_DEVICES as ADMITTED
+from device_conformance.expectations.deviceplugin import REJECTED_UNTIL_REGISTERED as REJECTED
+from device_conformance.expectations.versions import KubeVersion
+
+V = KubeVersion.parse
+DOC = Path(__file__).resolve().parents[2] / "docs" / "known-bugs.md"
+
+# (bug, release, affected): per bug, every minor 1.28-1.37 and both sides of each fix.
+VERDICTS = [
+    *[
+        (deviceplugin.PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE, release, affected)
+        for release, affected in [
+            ("1.28.15", True),
+            ("1.31.14", True),
+            ("1.33.13", True),
+            ("1.34.12", True),
+            ("1.35.8", True),
+            ("1.36.0", True),  # the old data called 1.36 fixed
+            ("1.36.4", True),
+            ("1.36.5", True),
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (deviceplugin.SUCCEEDED_POD_READMITTED, release, affected)
+        for release, affected in [
+            ("1.21.14", False),
+            ("1.22.0", True),
+            ("1.27.16", True),  # no cherry-pick to 1.27
+            ("1.28.13", True),
+            ("1.28.14", False),
+            ("1.29.8", True),
+            ("1.29.9", False),
+            ("1.30.4", True),
+            ("1.30.5", False),
+            ("1.31.0", True),
+            ("1.31.1", False),
+            ("1.32.0", False),
+            ("1.33.0", False),
+            ("1.34.0", False),
+            ("1.35.0", False),
+            ("1.36.4", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (deviceplugin.EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG, release, affected)
+        for release, affected in [
+            ("1.28.0", True),
+            ("1.32.13", True),
+            ("1.33.13", True),
+            ("1.34.12", True),
+            ("1.35.0", False),
+            ("1.36.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (deviceplugin.EXTENDED_RESOURCES_NOT_RESET, release, True)
+        for release in ["1.15.0", "1.28.0", "1.31.0", "1.32.0", "1.33.0", "1.34.0", "1.35.0", "1.36.5", "1.37.1"]
+    ],
+    (deviceplugin.EXTENDED_RESOURCES_NOT_RESET, "1.14.10", False),
+    *[
+        (dra.NOEXECUTE_TOLERATION_IGNORED, release, affected)
+        for release, affected in [
+            ("1.32.13", False),
+            ("1.33.0", True),
+            ("1.33.13", True),
+            ("1.34.0", True),
+            ("1.34.12", True),
+            ("1.35.0", False),
+            ("1.36.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (dra.SHARED_CLAIM_STALE_CONSUMER_EVICTION, release, affected)
+        for release, affected in [
+            ("1.32.13", False),
+            ("1.33.0", True),
+            ("1.34.12", True),
+            ("1.35.0", True),
+            ("1.35.8", True),
+            ("1.36.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+]
+
+
+@pytest.mark.parametrize(("bug", "release", "affected"), VERDICTS, ids=lambda v: getattr(v, "issue", str(v)))
+def test_known_bug_verdict(bug, release, affected):
+    assert bug.affects(V(release)) is affected
+
+
+# The pre-1.20 checkpoint: no v1 reader in 1.20.0-1.20.13, 1.21.0-1.21.7, 1.22.0-1.22.4; the backported
+# reader from 1.20.14, 1.21.8, 1.22.5; mainline 1.23.0-1.30.x; removed from 1.31.0.
+V1_CHECKPOINT = [
+    ("1.20.0", ADMITTED),
+    ("1.20.13", ADMITTED),
+    ("1.20.14", REJECTED),
+    ("1.20.15", REJECTED),
+    ("1.21.7", ADMITTED),
+    ("1.21.8", REJECTED),
+    ("1.22.4", ADMITTED),
+    ("1.22.5", REJECTED),
+    ("1.23.0", REJECTED),
+    ("1.28.0", REJECTED),
+    ("1.29.15", REJECTED),
+    ("1.30.0", REJECTED),  # the old data said the reader went away in 1.30
+    ("1.30.14", REJECTED),
+    ("1.31.0", ADMITTED),
+    ("1.32.0", ADMITTED),
+    ("1.33.0", ADMITTED),
+    ("1.34.0", ADMITTED),
+    ("1.35.0", ADMITTED),
+    ("1.36.4", ADMITTED),
+    ("1.37.1", ADMITTED),
+]
+
+
+@pytest.mark.parametrize(("release", "expected"), V1_CHECKPOINT)
+def test_v1_checkpoint_outcome(release, expected):
+    assert outcome(deviceplugin.V1_CHECKPOINT_ON_RESTART, V(release)) == expected
+
+
+@pytest.mark.parametrize("minor", range(20, 38))
+def test_corrupt_checkpoint_is_always_a_lost_state(minor):
+    assert outcome(deviceplugin.CORRUPT_CHECKPOINT_ON_RESTART, KubeVersion(1, minor, 0)) == ADMITTED
+
+
+def test_no_outcome_before_the_first_recorded_release():
+    with pytest.raises(LookupError, match="no recorded outcome"):
+        deviceplugin.V1_CHECKPOINT_ON_RESTART.at(V("1.19.16"))
+
+
+DRA = {"DynamicResourceAllocation": True}
+TAINTS = {"DRADeviceTaints": True}
+RULES = {"DRADeviceTaintRules": True}
+BETA1 = "resource.k8s.io/v1beta1=true"
+ALPHA3 = "resource.k8s.io/v1alpha3=true"
+BETA2 = "resource.k8s.io/v1beta2=true"
+CGROUP_V1 = {"failCgroupV1": False}
+
+# (release, feature gates, runtime-config, kubelet config) exactly as settings_for must give them.
+SETTINGS = [
+    ("1.28.15", {}, [], {}),
+    ("1.29.15", {}, [], {}),
+    ("1.30.14", {}, [], {}),
+    ("1.31.14", {}, [], {}),
+    ("1.32.0", DRA, [BETA1], {}),
+    ("1.32.13", DRA, [BETA1], {}),
+    ("1.33.0", DRA | TAINTS, [BETA1, ALPHA3], {}),
+    ("1.34.12", TAINTS, [ALPHA3], {}),
+    ("1.35.0", TAINTS | RULES, [ALPHA3], CGROUP_V1),
+    ("1.35.8", TAINTS | RULES, [ALPHA3], CGROUP_V1),
+    ("1.36.4", RULES, [BETA2], CGROUP_V1),
+    ("1.37.0", {}, [], CGROUP_V1),
+    ("1.37.1", {}, [], CGROUP_V1),
+]
+
+
+@pytest.mark.parametrize(("release", "gates", "runtime", "kubelet"), SETTINGS)
+def test_settings_per_release(release, gates, runtime, kubelet):
+    settings = cluster.settings_for(V(release))
+    assert (settings.feature_gates, settings.runtime_config, settings.kubelet_config) == (gates, runtime, kubelet)
+
+
+# The DRA gates each minor's pkg/features/kube_features.go knows (newest patch of each minor read); any
+# other name in --feature-gates stops the component.
+GATES_KNOWN = {
+    28: {"DynamicResourceAllocation"},
+    29: {"DynamicResourceAllocation"},
+    30: {"DynamicResourceAllocation"},
+    31: {"DynamicResourceAllocation"},
+    32: {"DynamicResourceAllocation"},
+    33: {"DynamicResourceAllocation", "DRADeviceTaints"},
+    34: {"DynamicResourceAllocation", "DRADeviceTaints"},
+    35: {"DynamicResourceAllocation", "DRADeviceTaints", "DRADeviceTaintRules"},
+    36: {"DynamicResourceAllocation", "DRADeviceTaints", "DRADeviceTaintRules"},
+    37: {"DynamicResourceAllocation", "DRADeviceTaints", "DRADeviceTaintRules"},
+}
+# resource.k8s.io versions each minor's apiserver has (pkg/registry/resource/rest/storage_resource.go).
+APIS_SERVED = {
+    28: {"v1alpha2"},
+    29: {"v1alpha2"},
+    30: {"v1alpha2"},
+    31: {"v1alpha3"},
+    32: {"v1alpha3", "v1beta1"},
+    33: {"v1alpha3", "v1beta1", "v1beta2"},
+    34: {"v1", "v1alpha3", "v1beta1", "v1beta2"},
+    35: {"v1", "v1alpha3", "v1beta1", "v1beta2"},
+    36: {"v1", "v1alpha3", "v1beta1", "v1beta2"},
+    37: {"v1", "v1alpha3", "v1beta1", "v1beta2"},
+}
+
+
+@pytest.mark.parametrize("minor", sorted(GATES_KNOWN))
+def test_settings_name_only_gates_and_apis_the_release_has(minor):
+    settings = cluster.settings_for(KubeVersion(1, minor, 0))
+    assert set(settings.feature_gates) <= GATES_KNOWN[minor]
+    served = {entry.removeprefix("resource.k8s.io/").removesuffix("=true") for entry in settings.runtime_config}
+    assert served <= APIS_SERVED[minor]
+
+
+@pytest.mark.parametrize(
+    ("release", "claims", "rules", "taints", "none_effect"),
+    [
+        ("1.32.13", "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3", False, False),
+        ("1.33.0", "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3", True, False),
+        ("1.34.12", "resource.k8s.io/v1", "resource.k8s.io/v1alpha3", True, False),
+        ("1.35.8", "resource.k8s.io/v1", "resource.k8s.io/v1alpha3", True, True),
+        ("1.36.4", "resource.k8s.io/v1", "resource.k8s.io/v1beta2", True, True),
+        ("1.37.1", "resource.k8s.io/v1", "resource.k8s.io/v1", True, True),
+    ],
+)
+def test_dra_facts_per_minor(release, claims, rules, taints, none_effect):
+    version = V(release)
+    assert dra.resource_api_version(version) == claims
+    assert dra.device_taint_rule_api_version(version) == rules
+    assert (dra.has_device_taints(version), dra.has_none_taint_effect(version)) == (taints, none_effect)
+
+
+@pytest.mark.parametrize("release", ["1.28.15", "1.31.14"])
+def test_no_usable_resource_api_before_1_32(release):
+    assert not dra.supports_dra(V(release))
+    with pytest.raises(LookupError, match=r"v1beta1 and later, from 1\.32"):
+        dra.resource_api_version(V(release))
+
+
+def _defined_in_expectations(kind: type) -> set[int]:
+    return {id(value) for module in (deviceplugin, dra) for value in vars(module).values() if isinstance(value, kind)}
+
+
+def test_every_bug_and_behaviour_is_in_the_table():
+    assert _defined_in_expectations(KnownBug) == {id(bug) for bug in bugtable.KNOWN_BUGS}
+    assert _defined_in_expectations(Behaviour) == {id(b) for b in bugtable.BEHAVIOURS}
+
+
+@pytest.mark.parametrize("bug", bugtable.KNOWN_BUGS, ids=lambda bug: bug.issue)
+def test_known_bug_data_is_complete_and_consistent(bug):
+    assert bug.problems() == []
+    assert bug.issue.startswith("kubernetes#") and bug.title and bug.shown_by
+    releases = [fix.release for fix in bug.fixes]
+    assert releases == sorted(releases, reverse=True), "newest branch first"
+    assert len({(r.major, r.minor) for r in releases}) == len(releases), "one fix per branch"
+    assert all(release >= bug.first_affected for release in releases)
+    assert all("kubernetes#" in fix.pr for fix in bug.fixes), "a fixed bug names its fix PR"
+    if bug.fixes:
+        assert not bug.affects(bug.fixes[0].release), "the mainline fix release is fixed"
+        assert bug.affects(bug.first_affected), "the first affected release is affected"
+
+
+@pytest.mark.parametrize("behaviour", bugtable.BEHAVIOURS, ids=lambda b: b.name)
+def test_behaviour_data_is_consistent(behaviour):
+    assert behaviour.problems() == []
+    for entry in behaviour.entries:
+        assert behaviour.at(entry.release) == entry
+        for backport in entry.backports:
+            assert behaviour.at(backport.release) == entry
+
+
+@pytest.mark.parametrize(
+    ("fixes", "complaint"),
+    [
+        ((Fix("1.31.1", "kubernetes#2"), Fix("1.32.0", "kubernetes#1")), "newest branch first"),
+        ((Fix("1.32.1", "kubernetes#2"), Fix("1.32.0", "kubernetes#1")), "one per branch"),
+        ((Fix("1.32.0", "the fix"),), "names no PR number"),
+        ((Fix("1.32.0", " "),), "names no pull request"),
+        ((Fix("1.29.3", "kubernetes#1"),), "is before 1.30.0"),
+    ],
+)
+def test_inconsistent_bug_data_is_refused(fixes, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        KnownBug("kubernetes#9", "t", first_affected="1.30.0", fixes=fixes)
+
+
+def test_bug_without_a_repository_number_is_refused():
+    with pytest.raises(ValueError, match="not 'repository#number'"):
+        KnownBug("#9", "t", first_affected="1.30.0")
+
+
+def test_behaviour_entries_out_of_order_are_refused():
+    with pytest.raises(ValueError, match="sorted by release"):
+        Behaviour("x", (Since("1.31.0", "b", "kubernetes#2"), Since("1.30.0", "a", "kubernetes#1")))
+
+
+def test_a_backport_older_than_the_previous_entry_is_refused():
+    with pytest.raises(ValueError, match=r"1\.29\.5 is before 1\.30\.0"):
+        Behaviour(
+            "x",
+            (
+                Since("1.30.0", "a", "kubernetes#1"),
+                Since("1.32.0", "b", "kubernetes#2", backports=(Fix("1.29.5", "kubernetes#3"),)),
+            ),
+        )
+
+
+def test_older_minor_only_form_still_reads_as_the_minors_first_release():
+    assert Since(30, "a", "ref").release == V("1.30.0") and Since(30, "a", "ref").minor == 30
+
+
+def test_a_minor_between_backports_and_mainline_without_its_own_fix_is_not_fixed():
+    fixes = (Fix("1.32.0", "kubernetes#1"), Fix("1.30.5", "kubernetes#2"))
+    assert released_in(V("1.31.9"), fixes) is None
+    assert released_in(V("1.30.5"), fixes) == fixes[1] and released_in(V("1.30.4"), fixes) is None
+    assert released_in(V("1.33.0"), fixes) == fixes[0] and released_in(V("1.29.99"), fixes) is None
+
+
+@pytest.mark.parametrize(
+    ("bug", "release", "text"),
+    [
+        (
+            deviceplugin.SUCCEEDED_POD_READMITTED,
+            "1.31.0",
+            "fixed in 1.31.1 by kubernetes#127207 (mainline: 1.32.0 by kubernetes#126343)",
+        ),
+        (deviceplugin.SUCCEEDED_POD_READMITTED, "1.27.3", "no fix on 1.27 (mainline: 1.32.0 by kubernetes#126343)"),
+        (deviceplugin.SUCCEEDED_POD_READMITTED, "1.33.0", "fixed in 1.32.0 by kubernetes#126343"),
+        (
+            deviceplugin.PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE,
+            "1.36.4",
+            "no fix on 1.36 (mainline: 1.37.0 by kubernetes#135437)",
+        ),
+        (deviceplugin.EXTENDED_RESOURCES_NOT_RESET, "1.37.1", "no fix released"),
+    ],
+)
+def test_describe_fix_names_the_fix_of_the_releases_branch(bug, release, text):
+    assert bug.describe_fix(V(release)) == text
+
+
+def test_older_attributes_still_answer():
+    bug = deviceplugin.SUCCEEDED_POD_READMITTED
+    assert (bug.fixed_in, bug.since_minor) == (V("1.32.0"), 22)
+    assert bug.fix.startswith("kubernetes#126343 (cherry-picks: 1.31.1 (kubernetes#127207), ")
+    assert deviceplugin.EXTENDED_RESOURCES_NOT_RESET.fixed_in is None
+
+
+@pytest.mark.parametrize(
+    ("bug", "minor", "cell"),
+    [
+        (deviceplugin.SUCCEEDED_POD_READMITTED, 30, "< 1.30.5"),
+        (deviceplugin.SUCCEEDED_POD_READMITTED, 32, "none"),
+        (dra.NOEXECUTE_TOLERATION_IGNORED, 32, "none"),
+        (dra.NOEXECUTE_TOLERATION_IGNORED, 34, "all"),
+        (
+            KnownBug("kubernetes#9", "t", first_affected="1.30.3", fixes=(Fix("1.31.0", "kubernetes#1"),)),
+            30,
+            ">= 1.30.3",
+        ),
+    ],
+)
+def test_bug_table_cells(bug, minor, cell):
+    assert bugtable.affected_releases(bug, minor) == cell
+
+
+def test_committed_bug_table_matches_the_data():
+    assert DOC.read_text() == bugtable.render(), (
+        "docs/known-bugs.md is stale: .venv/bin/python -m device_conformance.expectations.bugtable > docs/known-bugs.md"
+    )
