@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from device_conformance import timeouts
 from device_conformance.expectations.behaviour import Behaviour, KnownBug, Since
 from device_conformance.expectations.versions import KubeVersion
 
@@ -55,7 +56,7 @@ SUCCEEDED_POD_READMITTED = KnownBug(
 
 # Capacity of a stopped endpoint stays for the grace period; after expiry the resource is removed from
 # the manager and reported as 0 (the key itself is never removed from node status: #52510).
-ENDPOINT_STOP_GRACE_SECONDS = 5 * 60  # endpointStopGracePeriod, pkg/kubelet/cm/devicemanager/endpoint.go
+ENDPOINT_STOP_GRACE_SECONDS = timeouts.ENDPOINT_STOP_GRACE_PERIOD  # endpointStopGracePeriod (endpoint.go)
 
 # A kubelet starting without kubelet_internal_checkpoint (a recreated node) should zero the node's
 # extended resources until their plugins register (PR #77699). ListCheckpoints lists every file in
