@@ -1,8 +1,9 @@
 """Version-dependent behaviour and known upstream bugs, as data with their upstream references.
 
-A suite asks `outcome(BEHAVIOUR, version)` for what the version under test does, or applies
-`known_bug_marker(BUG, version)` so that a test of a bug still present on that version is a strict
-xfail naming the issue (and turns red the day the bug is fixed, so the data gets updated).
+A suite asks `outcome(BEHAVIOUR, version)` for what the version under test does, or marks a test of a
+known bug `@pytest.mark.known_bug(BUG)`: on versions the bug affects, the test is a strict xfail naming
+the issue (and turns red the day the bug is fixed, so the data gets updated). The pytest side of that
+lives in pytest_plugin/declarative_markers.py; this package stays plain data and never imports pytest.
 
 Changes are recorded per release branch: upstream cherry-picks fixes into the supported older minors,
 so "fixed in 1.32.0" alone would call a patched 1.31.1 affected. A `Fix` names the first patch release
@@ -16,8 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-
-import pytest
 
 from device_conformance.expectations.versions import KubeVersion
 
@@ -225,6 +224,11 @@ class KnownBug:
             return f"fixed in {fix.release} by {fix.pr}"
         return f"fixed in {fix.release} by {fix.pr} ({mainline_text})"
 
+    def describe(self, version: KubeVersion) -> str:
+        """What a test of this bug says on `version`: the issue, the title and the fix as it concerns
+        that release's branch."""
+        return f"known upstream bug {self.issue} on Kubernetes {version}: {self.title} ({self.describe_fix(version)})"
+
 
 _ISSUE_RE = re.compile(r"[A-Za-z0-9_.-]+#\d+")
 _PR_RE = re.compile(r"#\d+")
@@ -232,13 +236,3 @@ _PR_RE = re.compile(r"#\d+")
 
 def outcome(behaviour: Behaviour, version: KubeVersion) -> str:
     return behaviour.at(version).outcome
-
-
-def known_bug_marker(bug: KnownBug, version: KubeVersion) -> pytest.MarkDecorator | None:
-    """A strict xfail for versions the bug affects (None otherwise): never weaken the test instead."""
-    if not bug.affects(version):
-        return None
-    fixed = f"fixed in {bug.fixed_in} by {bug.fix}" if bug.fixed_in else "no fix released"
-    return pytest.mark.xfail(
-        strict=True, reason=f"known upstream bug {bug.issue} on Kubernetes {version}: {bug.title} ({fixed})"
-    )

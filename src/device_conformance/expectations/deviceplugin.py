@@ -8,6 +8,7 @@ zips (the release notes of every patch release of the minor).
 
 from __future__ import annotations
 
+from device_conformance import timeouts
 from device_conformance.expectations.behaviour import Behaviour, Fix, KnownBug, Since
 
 # Outcomes of a restart on a checkpoint the kubelet cannot use (names used by the checkpoint tests).
@@ -100,7 +101,7 @@ SUCCEEDED_POD_READMITTED = KnownBug(
 
 # Capacity of a stopped endpoint stays for the grace period; after expiry the resource is removed from
 # the manager and reported as 0 (the key itself is never removed from node status: #52510).
-ENDPOINT_STOP_GRACE_SECONDS = 5 * 60  # endpointStopGracePeriod, pkg/kubelet/cm/devicemanager/endpoint.go
+ENDPOINT_STOP_GRACE_SECONDS = timeouts.ENDPOINT_STOP_GRACE_PERIOD  # endpointStopGracePeriod (endpoint.go)
 
 # When a stopped endpoint's grace period expires, GetCapacity deleted the endpoint in its healthy-devices
 # loop, so its unhealthy-devices loop then logged "Unexpected: unhealthyDevices and endpoints became out of

@@ -6,6 +6,7 @@ v0.Y.Z) module zip of that release from the Go module proxy; CHANGELOG-1.NN.md i
 
 from __future__ import annotations
 
+from device_conformance import timeouts
 from device_conformance.expectations.behaviour import Fix, KnownBug
 from device_conformance.expectations.versions import KubeVersion
 
@@ -89,9 +90,5 @@ SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
 )
 
 
-# A pod with a claim can fail its first NodePrepareResources with "fetch ResourceClaim ... forbidden ...
-# no relationship found between node and this object": the node authorizer learns pod -> claim from
-# pod.status.resourceClaimStatuses through its own informer, which can lag the kubelet (seen here under
-# load). The kubelet retries prepare only at the next pod resync (60-90 s, kuberuntime_manager.go), so
-# waits for such a pod to start allow one resync; they still end as soon as the pod runs.
-CLAIM_POD_START_TIMEOUT = 120
+# Kept for the suites not yet moved to device_conformance.timeouts (which explains the value).
+CLAIM_POD_START_TIMEOUT = timeouts.CLAIM_POD_START

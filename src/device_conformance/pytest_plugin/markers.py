@@ -1,4 +1,8 @@
-"""The one marker registry (names other tools rely on: see ../shared/README.md)."""
+"""The one marker registry: CI and users select suites with these names (`-m "deviceplugin and not slow"`).
+
+The last three are declarative: pytest_plugin/declarative_markers.py checks and records them at
+collection and applies their version-dependent effect at test setup.
+"""
 
 MARKERS = {
     "smoke": "seconds-long proof of the chain: cluster up, pods run, kubelet restarts",
@@ -11,4 +15,10 @@ MARKERS = {
     # Harness tests (tests/), deselect with -m "not docker and not kind":
     "docker": "harness test that needs a Docker engine (a private dockerd is started when none runs)",
     "kind": "harness test that needs the kind CLI (and Go for kind's config loader)",
+    # Declarative (see the module docstring):
+    "scenario": "scenario('DP6', ...): the upstream catalogue scenarios the test covers (DP, DM, DF, DRA IDs or a "
+    "section such as '§2.6'); select one with -m \"scenario(id='DP6')\" or -k DP6",
+    "since": "since('1.35'[, reason]): the test needs that Kubernetes version; it skips on older ones, naming it",
+    "known_bug": "known_bug(BUG): the test shows BUG, a KnownBug from device_conformance.expectations; on the "
+    "versions it affects the test is a strict xfail naming the issue and its fix",
 }

@@ -7,14 +7,13 @@ from typing import Any
 
 from kubernetes import client
 
+from device_conformance import timeouts
 from device_conformance.kube import dra, pods
 from device_conformance.kube.client import Kube
 from device_conformance.wait.core import Pending, until
 
-CLAIM_TIMEOUT = 60
 
-
-def for_generated_claim(kube: Kube, namespace: str, pod: str, claim: str, timeout: float = CLAIM_TIMEOUT) -> str:
+def for_generated_claim(kube: Kube, namespace: str, pod: str, claim: str, timeout: float = timeouts.CLAIM) -> str:
     """The name of the ResourceClaim generated from a template for pod-level claim `claim`."""
 
     def probe() -> str | Pending:
@@ -34,7 +33,7 @@ def for_claim(
     name: str,
     condition: Callable[[dict[str, Any]], bool],
     what: str,
-    timeout: float = CLAIM_TIMEOUT,
+    timeout: float = timeouts.CLAIM,
 ) -> dict[str, Any]:
     def probe() -> dict[str, Any] | Pending:
         claim = dra.get_claim(kube, api, namespace, name)
@@ -47,7 +46,7 @@ def reserved_uids(claim: dict[str, Any]) -> list[str]:
     return [r.get("uid") for r in (claim.get("status") or {}).get("reservedFor") or []]
 
 
-def for_claim_gone(kube: Kube, api: str, namespace: str, name: str, timeout: float = CLAIM_TIMEOUT) -> None:
+def for_claim_gone(kube: Kube, api: str, namespace: str, name: str, timeout: float = timeouts.CLAIM) -> None:
     def probe() -> bool | Pending:
         try:
             claim = dra.get_claim(kube, api, namespace, name)
@@ -61,7 +60,7 @@ def for_claim_gone(kube: Kube, api: str, namespace: str, name: str, timeout: flo
 
 
 def for_slice_count(
-    kube: Kube, api: str, node: str, driver: str, count: int, timeout: float = CLAIM_TIMEOUT
+    kube: Kube, api: str, node: str, driver: str, count: int, timeout: float = timeouts.CLAIM
 ) -> list[dict[str, Any]]:
     def probe() -> list[dict[str, Any]] | Pending:
         items = dra.list_slices(kube, api, node=node, driver=driver)
@@ -73,7 +72,7 @@ def for_slice_count(
 
 
 def for_pod_condition(
-    kube: Kube, namespace: str, name: str, type_: str, timeout: float = CLAIM_TIMEOUT
+    kube: Kube, namespace: str, name: str, type_: str, timeout: float = timeouts.CLAIM
 ) -> client.V1PodCondition:
     def probe() -> client.V1PodCondition | Pending:
         pod = pods.read(kube, namespace, name)
@@ -85,7 +84,7 @@ def for_pod_condition(
     return until(probe, what=f"pod {namespace}/{name} to have condition {type_}=True", timeout=timeout)
 
 
-def for_pod_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = CLAIM_TIMEOUT) -> str:
+def for_pod_unschedulable(kube: Kube, namespace: str, name: str, timeout: float = timeouts.CLAIM) -> str:
     """Wait for PodScheduled=False with reason Unschedulable; returns the scheduler's message."""
 
     def probe() -> str | Pending:
@@ -98,7 +97,7 @@ def for_pod_unschedulable(kube: Kube, namespace: str, name: str, timeout: float 
     return until(probe, what=f"pod {namespace}/{name} to be Unschedulable", timeout=timeout)
 
 
-def for_event(kube: Kube, namespace: str, pod: str, text: str, timeout: float = CLAIM_TIMEOUT) -> str:
+def for_event(kube: Kube, namespace: str, pod: str, text: str, timeout: float = timeouts.CLAIM) -> str:
     """Wait for an event of the pod whose "<type> <reason> ...: <message>" line contains text."""
 
     def probe() -> str | Pending:
@@ -115,7 +114,7 @@ def for_rule(
     name: str,
     condition: Callable[[dict[str, Any]], bool],
     what: str,
-    timeout: float = CLAIM_TIMEOUT,
+    timeout: float = timeouts.CLAIM,
 ) -> dict[str, Any]:
     """Wait for DeviceTaintRule `name` (read through objects.get_rule) to satisfy condition."""
 
@@ -126,7 +125,9 @@ def for_rule(
     return until(probe, what=f"DeviceTaintRule {name} {what}", timeout=timeout)
 
 
-def for_kubelet_connection(node: Any, mark: int, driver: str, connected: bool = True, timeout: float = 30) -> str:
+def for_kubelet_connection(
+    node: Any, mark: int, driver: str, connected: bool = True, timeout: float = timeouts.DRA_CONNECTION
+) -> str:
     """Wait for the kubelet's own log line about its gRPC connection to the driver (dra_plugin_manager,
     `Connection changed ... connected=<bool>`, logged at -v=2) after log position `mark`."""
     needle = f'driverName="{driver}"'

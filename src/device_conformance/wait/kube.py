@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from kubernetes import client
 
+from device_conformance import timeouts
 from device_conformance.kube import nodes, pods
 from device_conformance.kube.client import Kube
 from device_conformance.wait.core import Abort, Pending, until
 
-NODE_READY_TIMEOUT = 120
-POD_START_TIMEOUT = 120
 
-
-def for_node_ready(kube: Kube, node: str, timeout: float = NODE_READY_TIMEOUT) -> None:
+def for_node_ready(kube: Kube, node: str, timeout: float = timeouts.NODE_READY) -> None:
     until(
         lambda: True if nodes.ready(kube, node) else Pending(nodes.conditions_summary(kube, node)),
         what=f"node {node} to be Ready",
@@ -21,7 +19,7 @@ def for_node_ready(kube: Kube, node: str, timeout: float = NODE_READY_TIMEOUT) -
 
 
 def for_pod_phase(
-    kube: Kube, namespace: str, name: str, phase: str, timeout: float = POD_START_TIMEOUT
+    kube: Kube, namespace: str, name: str, phase: str, timeout: float = timeouts.POD_START_UNNAMED
 ) -> client.V1Pod:
     """Wait for a phase; stops early when the pod reaches a different terminal phase."""
 
@@ -36,7 +34,9 @@ def for_pod_phase(
     return until(probe, what=f"pod {namespace}/{name} to reach phase {phase}", timeout=timeout)
 
 
-def for_pod_running_ready(kube: Kube, namespace: str, name: str, timeout: float = POD_START_TIMEOUT) -> client.V1Pod:
+def for_pod_running_ready(
+    kube: Kube, namespace: str, name: str, timeout: float = timeouts.POD_START_UNNAMED
+) -> client.V1Pod:
     def probe() -> client.V1Pod | Pending:
         pod = pods.read(kube, namespace, name)
         if pod.status.phase in ("Succeeded", "Failed"):
@@ -47,9 +47,11 @@ def for_pod_running_ready(kube: Kube, namespace: str, name: str, timeout: float 
 
 
 def for_resource_counts(
-    kube: Kube, node: str, resource: str, capacity: int | None, allocatable: int | None, timeout: float = 60
+    kube: Kube, node: str, resource: str, capacity: int | None, allocatable: int | None, *, timeout: float
 ) -> None:
-    """Wait until the node reports exactly (capacity, allocatable); None means the key is absent."""
+    """Wait until the node reports exactly (capacity, allocatable); None means the key is absent.
+
+    No default limit: how long depends on what came before (timeouts.DEVICE_COUNTS, ..._AFTER_RESTART)."""
     wanted = (capacity, allocatable)
 
     def probe() -> bool | Pending:
@@ -63,7 +65,7 @@ def for_resource_counts(
     )
 
 
-def for_pod_gone(kube: Kube, namespace: str, name: str, timeout: float = 120) -> None:
+def for_pod_gone(kube: Kube, namespace: str, name: str, timeout: float = timeouts.POD_GONE) -> None:
     def probe() -> bool | Pending:
         try:
             pod = pods.read(kube, namespace, name)
@@ -77,7 +79,7 @@ def for_pod_gone(kube: Kube, namespace: str, name: str, timeout: float = 120) ->
 
 
 def for_log_line(
-    kube: Kube, namespace: str, name: str, prefix: str, container: str = "main", timeout: float = 30
+    kube: Kube, namespace: str, name: str, prefix: str, container: str = "main", timeout: float = timeouts.POD_LOG_LINE
 ) -> str:
     """The rest of the first log line that starts with `prefix` (the current container instance's log)."""
 
@@ -91,6 +93,27 @@ def for_log_line(
     return until(probe, what=f"a {prefix!r} line in the log of {namespace}/{name} [{container}]", timeout=timeout)
 
 
-def for_admission_failure(kube: Kube, namespace: str, name: str, timeout: float = POD_START_TIMEOUT) -> client.V1Pod:
+def for_admission_failure(
+    kube: Kube, namespace: str, name: str, timeout: float = timeouts.POD_START_UNNAMED
+) -> client.V1Pod:
     """Wait for the pod to end Failed (as a kubelet admission rejection does); returns it."""
     return for_pod_phase(kube, namespace, name, "Failed", timeout=timeout)
+
+
+def for_container_restarts(
+    kube: Kube,
+    namespace: str,
+    name: str,
+    container: str = "main",
+    at_least: int = 1,
+    timeout: float = timeouts.POD_START_UNNAMED,
+) -> client.V1Pod:
+    """Wait until the kubelet restarted `container` at least `at_least` times; returns the pod."""
+
+    def probe() -> client.V1Pod | Pending:
+        pod = pods.read(kube, namespace, name)
+        status = next((s for s in pod.status.container_statuses or [] if s.name == container), None)
+        return pod if status is not None and status.restart_count >= at_least else Pending(pods.summary(pod))
+
+    times = "" if at_least == 1 else f" {at_least} times"
+    return until(probe, what=f"container {container} of {namespace}/{name} to be restarted{times}", timeout=timeout)

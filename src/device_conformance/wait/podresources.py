@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from device_conformance import podresources
+from device_conformance import podresources, timeouts
 from device_conformance.podresources import PodResources
 from device_conformance.wait.core import Pending, until
 
-PODRESOURCES_TIMEOUT = 30
 
-
-def for_listed_pod(socket: str, namespace: str, name: str, timeout: float = PODRESOURCES_TIMEOUT) -> PodResources:
+def for_listed_pod(
+    socket: str, namespace: str, name: str, timeout: float = timeouts.PODRESOURCES_LISTED
+) -> PodResources:
     """The pod's entry; right after a kubelet restart a running pod is listed only once it is synced again."""
 
     def probe() -> PodResources | Pending:
@@ -19,7 +19,7 @@ def for_listed_pod(socket: str, namespace: str, name: str, timeout: float = PODR
     return until(probe, what=f"podresources to list {namespace}/{name}", timeout=timeout)
 
 
-def for_unlisted_pod(socket: str, namespace: str, name: str, timeout: float = PODRESOURCES_TIMEOUT) -> None:
+def for_unlisted_pod(socket: str, namespace: str, name: str, timeout: float = timeouts.PODRESOURCES_LISTED) -> None:
     def probe() -> bool | Pending:
         entry = podresources.find_pod(podresources.list_pod_resources(socket), name, namespace)
         return True if entry is None else Pending(f"still listed: {[(c.name, c.device_ids) for c in entry.containers]}")

@@ -1,0 +1,138 @@
+"""Every limit the suites' waits use, in one place: seconds, each named for what it waits on, with the
+upstream constant or behaviour behind it.
+
+A limit is not how long a step takes (README "Benchmarks": a pod runs in under a second, a registered
+plugin's devices reach node status in about 1.5 s) but how long a correct kubelet may take on a loaded
+2-core CI machine before the wait gives up and says what it last saw. Raising one hides slowness,
+lowering one makes a correct kubelet fail: change a value only with the upstream source it rests on.
+
+Durations a test holds a condition for (`stays`) are part of the claim a test makes and stay with it.
+"""
+
+from __future__ import annotations
+
+# -- Upstream periods the limits rest on ------------------------------------------------------------
+
+# The kubelet posts capacity/allocatable with node status every nodeStatusUpdateFrequency: 1 s in the
+# local provider's kubelet config (providers/local/configs.py); the kubelet's own default, which kind
+# keeps, is 10 s (pkg/kubelet/apis/config/v1beta1/defaults.go).
+NODE_STATUS_UPDATE_FREQUENCY = 1
+
+# A device plugin endpoint whose plugin went away keeps its capacity this long; then the device manager
+# drops the resource (pkg/kubelet/cm/devicemanager/endpoint.go endpointStopGracePeriod = 5 * time.Minute).
+ENDPOINT_STOP_GRACE_PERIOD = 5 * 60
+
+# A pod worker syncs its pod again every syncFrequency (default 1m, pkg/kubelet/apis/config/v1beta1/
+# defaults.go), jittered by up to half of it (pkg/kubelet/pod_workers.go workerResyncIntervalJitterFactor
+# = 0.5). A failed NodePrepareResources does not fail the sync (pkg/kubelet/kuberuntime/
+# kuberuntime_manager.go SyncPod logs it and emits FailedPrepareDynamicResources), so the next attempt
+# comes only with that resync: 60-90 s later.
+POD_RESYNC_PERIOD = 60
+POD_RESYNC_JITTER = 0.5
+
+# The DRA manager unprepares claims of pods it no longer knows in a reconcile loop
+# (pkg/kubelet/cm/dra/manager.go defaultReconcilePeriod = 60 s; first run once all pod sources are ready).
+DRA_RECONCILE_PERIOD = 60
+
+# The kubelet deletes a DRA driver's ResourceSlices this long after its last plugin instance went away
+# (pkg/kubelet/cm/dra/plugin defaultWipingDelay = 30 * time.Second).
+DRA_WIPING_DELAY = 30
+
+# The device-taint-eviction controller rewrites a DeviceTaintRule's status at most this often while an
+# eviction is in progress (pkg/controller/devicetainteviction/device_taint_eviction.go ruleStatusPeriod).
+DEVICE_TAINT_RULE_STATUS_PERIOD = 10
+
+# -- Cluster and namespaces -------------------------------------------------------------------------
+
+# Node Ready again after the kubelet restarted, was swapped or the node "rebooted".
+NODE_READY = 120
+# The default ServiceAccount of a new namespace (the controller-manager's serviceaccount controller).
+NAMESPACE_READY = 60
+
+# -- Pods -------------------------------------------------------------------------------------------
+
+# A device-plugin pod from creation to Running and Ready, or to its admission failure (Failed): the
+# scheduler, one Allocate call and a local image (imagePullPolicy Never).
+POD_START = 60
+# What wait/kube.py allows when a caller names no limit (smoke tests: also after kubelet restarts).
+POD_START_UNNAMED = 120
+# A pod object gone after its deletion, when a caller names no limit.
+POD_GONE = 120
+# A line in a running container's log (the container has to be started and have written it).
+POD_LOG_LINE = 30
+# The kubelet's podresources API lists a running pod (right after a kubelet restart only once the pod
+# is synced again), or stops listing a removed one.
+PODRESOURCES_LISTED = 30
+
+# -- Device plugin manager --------------------------------------------------------------------------
+
+# A registered plugin's device count or health change reaches node status: ListAndWatch update, the
+# device manager's callback, the next node status update (NODE_STATUS_UPDATE_FREQUENCY).
+DEVICE_COUNTS = 15
+# The same when a kubelet or plugin restart comes first: the plugin registers again (the kubelet dials
+# back, GetDevicePluginOptions, ListAndWatch) before the counts can change.
+DEVICE_COUNTS_AFTER_RESTART = 30
+# A kubelet starting without kubelet_internal_checkpoint zeroes extended resources while it registers the
+# node, before it reports Ready (ShouldResetExtendedResourceCapacity, kubernetes PR #77699).
+EXTENDED_RESOURCE_RESET = 10
+# How late after ENDPOINT_STOP_GRACE_PERIOD an expired endpoint may still be reported: the device
+# manager notices expiry at its next node status update, then the status has to be written.
+ENDPOINT_EXPIRY_SLACK = 30
+# A kubelet swapped for another version's binary: the node reports its version, plugins registered
+# again, pods running again (upgrade tests).
+KUBELET_SWAP = 60
+
+# -- DRA manager ------------------------------------------------------------------------------------
+
+# The kubelet's plugin manager registers a driver whose registration socket appeared: plugin watcher
+# (inotify), GetInfo, NotifyRegistrationStatus (pkg/kubelet/pluginmanager).
+DRA_REGISTRATION = 30
+# After GetInfo failed: the plugin manager retries with exponential backoff from 500 ms, doubling
+# (pkg/util/goroutinemap/exponentialbackoff initialDurationBeforeRetry).
+DRA_REGISTRATION_RETRY = 60
+# The fake driver's ResourceSlice published and seen through the API server.
+DRA_SLICE_PUBLISHED = 30
+# A claim pod from creation to Running and Ready, allowing one pod resync: the first
+# NodePrepareResources can fail with "fetch ResourceClaim ... forbidden ... no relationship found between
+# node and this object", because the node authorizer learns pod -> claim from
+# pod.status.resourceClaimStatuses through its own informer, which can lag the kubelet (seen here under
+# load); prepare is retried only at the next resync (POD_RESYNC_PERIOD, POD_RESYNC_JITTER). The wait
+# still ends as soon as the pod runs.
+CLAIM_POD_START = 120
+# A failed NodePrepareResources retried at the next pod resync: at most 90 s, plus the pod starting.
+PREPARE_RETRY_AT_RESYNC = 120
+# A claim pod started again by a restarted kubelet whose first prepare failed or was blocked: the new
+# kubelet re-registers the driver and prepares at its first pod sync.
+CLAIM_POD_START_AFTER_KUBELET_RESTART = 90
+# A deleted claim pod's claim unprepared (NodeUnprepareResources) and the pod object gone.
+UNPREPARE = 60
+# The same after the kubelet or the driver restarted, or when the driver has to come back first.
+UNPREPARE_AFTER_RESTART = 90
+# A failed NodeUnprepareResources retried by the pod worker's termination loop, with backoff.
+UNPREPARE_RETRY = 90
+# The fixture's teardown: every claim of a test's driver unprepared once its pods are deleted.
+DRA_DRAIN = 90
+# A claim of a pod the kubelet never knew, unprepared by the reconcile loop: up to two periods (the first
+# run waits for all pod sources) plus the call.
+DRA_RECONCILE = 150
+# A driver gone for good: its slices wiped after DRA_WIPING_DELAY, plus the deletion reaching the API.
+DRA_SLICE_WIPE = DRA_WIPING_DELAY + 20
+# A ResourceClaim reaching a state (generated for a pod, allocated, reserved, deleted), a ResourceSlice
+# count, a pod condition or event about claims, when a caller names no limit.
+CLAIM = 60
+# The kubelet logs its gRPC connection to a driver (dra_plugin_manager "Connection changed", -v=2).
+DRA_CONNECTION = 30
+# The kubelet opens the driver's DRAResourceHealth stream (KEP-4680) and retries it every few seconds.
+DRA_HEALTH_STREAM_OPEN = 30
+# A health update pushed on that stream shows in the pod's containerStatuses[].allocatedResourcesStatus.
+DRA_HEALTH_REPORTED = 30
+
+# -- Device taints ----------------------------------------------------------------------------------
+
+# A NoExecute taint (or the end of tolerationSeconds) to the pod's DisruptionTarget condition and
+# deletion, or a cancelled eviction to its event: the device-taint-eviction controller reacts to events.
+TAINT_EVICTION = 30
+# A DeviceTaintRule status condition updated: at most every DEVICE_TAINT_RULE_STATUS_PERIOD.
+TAINT_RULE_STATUS = 30
+# A ValidatingAdmissionPolicy in force: the API server loads policies asynchronously.
+ADMISSION_POLICY_ACTIVE = 30
