@@ -25,6 +25,10 @@ KUBELET_BINARY = "/usr/bin/kubelet"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 # Where the node's own kubelet binary and config are kept while another version runs (upgrade tests).
 ORIGINAL_SUFFIX = ".dc-original"
+PUT_BACK_ORIGINALS = (
+    f"for p in {KUBELET_BINARY} {KUBELET_CONFIG}; "
+    f'do [ ! -e "$p{ORIGINAL_SUFFIX}" ] || mv -f "$p{ORIGINAL_SUFFIX}" "$p"; done'
+)
 
 
 class KindTransport:
@@ -55,9 +59,7 @@ class KindKubelet(SystemdKubelet):
 
     def put_in_place(self, binary: Path | None, version: KubeVersion | None) -> None:
         if binary is None:
-            for path in (KUBELET_BINARY, KUBELET_CONFIG):
-                saved = path + ORIGINAL_SUFFIX
-                self.run(["sh", "-c", f"if [ -e {saved} ]; then mv -f {saved} {path}; fi"])
+            self.run(["sh", "-c", PUT_BACK_ORIGINALS])
             return
         saved = KUBELET_BINARY + ORIGINAL_SUFFIX
         self.run(["sh", "-c", f"[ -e {saved} ] || cp -p {KUBELET_BINARY} {saved}"])
