@@ -42,7 +42,7 @@ def one_round(version: KubeVersion, label: str, results: dict[str, list[float]])
     node = handle.nodes[0]
     for _ in range(3):
         results.setdefault("kubelet restart to node Ready", []).append(
-            timed(lambda: (node.restart_kubelet(), wait.for_node_ready(kube, node.name)))
+            timed(lambda: (node.kubelet.restart(), wait.for_node_ready(kube, node.name)))
         )
     kube.core.create_namespace({"metadata": {"name": "bench"}})
     until(lambda: kube.core.read_namespaced_service_account("default", "bench"), what="default SA", timeout=60)
@@ -75,7 +75,7 @@ def device_plugin_round(kube: Kube, node, results: dict[str, list[float]]) -> No
                 wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=30)
                 results.setdefault("plugin Register to allocatable", []).append(time.monotonic() - started)
                 started = time.monotonic()
-                node.restart_kubelet()
+                node.kubelet.restart()
                 plugin.wait_for_registration(count=2, timeout=30)
                 results.setdefault("kubelet restart to plugin re-registered", []).append(time.monotonic() - started)
             finally:

@@ -69,7 +69,7 @@ def _restart_on(node, plugin, forge):
     """Stop the kubelet, rewrite its checkpoint with forge(bytes) (None deletes it), start it again,
     with the plugin holding back its registration; returns the kubelet log written since the start."""
     plugin.hold_registration(True)
-    node.stop_kubelet()
+    node.kubelet.stop()
     try:
         forged = forge(node.read_file(CHECKPOINT))
         if forged is None:
@@ -77,14 +77,14 @@ def _restart_on(node, plugin, forge):
         else:
             node.write_file(CHECKPOINT, forged)
     finally:
-        mark = node.kubelet_log_mark()
-        node.start_kubelet()
+        mark = node.kubelet.log_mark()
+        node.kubelet.start()
     return mark
 
 
 def _warning_logged(node, mark):
     def probe():
-        log = node.kubelet_log_since(mark)
+        log = node.kubelet.log_since(mark)
         return True if CHECKPOINT_READ_WARNING in log else Pending("no checkpoint warning in the kubelet log yet")
 
     until(probe, what=f"the kubelet to log {CHECKPOINT_READ_WARNING!r}", timeout=COUNT_TIMEOUT)

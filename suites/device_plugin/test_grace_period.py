@@ -54,7 +54,7 @@ def scenarios(cluster, kube, tmp_path_factory):
         # First the one that needs a kubelet restart, so the restart disturbs none of the others.
         restarted = registered()
         restarted.hold_registration(True)
-        node.restart_kubelet()
+        node.kubelet.restart()
         restart_time = time.monotonic()
         wait.for_node_ready(kube, node.name)
 

@@ -29,7 +29,7 @@ def podresources_socket(node):
 
 def _restart_and_reregister(kube, node, plugin, resource):
     """Restart the kubelet; the plugin registers a second time and the node offers both devices again."""
-    node.restart_kubelet()
+    node.kubelet.restart()
     plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
     wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
 
@@ -55,7 +55,7 @@ def test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters(kube, node,
     devices = _devices_of(node, namespace, pod.metadata.name, resource)
     assert devices and len(devices) == 1
 
-    node.restart_kubelet()
+    node.kubelet.restart()
     plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
     wait.for_node_ready(kube, node.name)
     wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
@@ -91,7 +91,7 @@ def test_plugin_not_reregistering_leaves_zero_devices_and_new_pods_fail_admissio
     resource = plugin.config.resource_name
     wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
     plugin.hold_registration(True)
-    node.restart_kubelet()
+    node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
     wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
 
@@ -124,7 +124,7 @@ def test_succeeded_pod_is_not_readmitted_after_restart_without_its_plugin(
 
     plugin.stop()
     wait.for_resource_counts(kube, node.name, resource, 2, 0, timeout=COUNT_TIMEOUT)
-    node.restart_kubelet()
+    node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
     wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
 
@@ -149,10 +149,10 @@ def test_pod_force_deleted_while_kubelet_is_down_is_cleaned_up_and_frees_its_dev
     running = wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
     assert len(_devices_of(node, namespace, name, resource)) == 1
 
-    node.stop_kubelet()
+    node.kubelet.stop()
     pods.force_delete(kube, namespace, name)
     wait.for_pod_gone(kube, namespace, name, timeout=30)
-    node.start_kubelet()
+    node.kubelet.start()
     wait.for_node_ready(kube, node.name)
 
     wait_podresources.for_unlisted_pod(podresources_socket(node), namespace, name)
@@ -223,7 +223,7 @@ def test_running_pod_survives_kubelet_restart_while_its_plugin_is_away(kube, nod
     devices = _devices_of(node, namespace, name, resource)
 
     plugin.hold_registration(True)
-    node.restart_kubelet()
+    node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
     wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
     _keeps_running(kube, namespace, name, before)

@@ -10,10 +10,10 @@ def kubelet_restored(node):
     """Remembers dra_manager_state; after the test, puts it back and starts the kubelet if it is down."""
     original = node.read_file(dra_state.DEFAULT_PATH)
     yield original
-    if not node.kubelet_healthy():
+    if not node.kubelet.healthy():
         node.write_file(dra_state.DEFAULT_PATH, original)
         try:
-            node.stop_kubelet()  # a crashed kubelet: make sure the process is gone before starting
+            node.kubelet.stop()  # a crashed kubelet: make sure the process is gone before starting
         except Exception:
             pass
-        node.start_kubelet()
+        node.kubelet.start()

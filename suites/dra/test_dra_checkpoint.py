@@ -69,12 +69,12 @@ def test_forged_checkpoint_with_right_checksum_is_believed(node, namespace, dra_
     """An entry for a pod the kubelet never ran: the kubelet loads it and unprepares the claim through the
     driver (its reconcile loop treats the pod as gone), then drops it from the checkpoint."""
     driver = dra_driver(devices=("dev-0",))
-    node.stop_kubelet()
+    node.kubelet.stop()
     state = read_state(node)
     forged = forged_entry(driver, namespace)
     state.entries = [*(state.entries or []), forged]
     node.write_file(dra_state.DEFAULT_PATH, dra_state.encode(state, share_id_field=True))
-    node.start_kubelet()
+    node.kubelet.start()
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
 
     calls = driver.wait_for_call("/NodeUnprepareResources", timeout=RECONCILE_TIMEOUT)
@@ -97,17 +97,17 @@ def test_forged_checkpoint_with_wrong_checksum_stops_the_kubelet(node, kubelet_r
     original = kubelet_restored
     parsed = dra_state.parse(original)
     assert parsed.valid, parsed.reason
-    node.stop_kubelet()
-    mark = node.kubelet_log_mark()
+    node.kubelet.stop()
+    mark = node.kubelet.log_mark()
     bad = dra_state.encode(data=parsed.data, checksum=(parsed.stored_checksum + 1) % 2**32)
     node.write_file(dra_state.DEFAULT_PATH, bad)
     with pytest.raises(ConformanceError):
-        node.start_kubelet()
-    log = node.kubelet_log_since(mark)
+        node.kubelet.start()
+    log = node.kubelet.log_since(mark)
     assert "checkpoint is corrupted" in log, log[-2000:]
     assert "dra_manager_state" in log
-    assert not node.kubelet_healthy()
+    assert not node.kubelet.healthy()
 
     node.write_file(dra_state.DEFAULT_PATH, original)
-    node.start_kubelet()
-    assert node.kubelet_healthy()
+    node.kubelet.start()
+    assert node.kubelet.healthy()

@@ -28,7 +28,7 @@ def running_claim_pod(kube, namespace, driver, dra_objects):
 
 def test_driver_registers_again_after_kubelet_restart(node, dra_driver, kubelet_restored):
     driver = dra_driver(devices=("dev-0",))
-    node.restart_kubelet()
+    node.kubelet.restart()
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
     assert [r["plugin_registered"] for r in driver.registrations()] == [True, True]
 
@@ -38,7 +38,7 @@ def test_running_pod_claim_is_not_prepared_again_after_restart(
 ):
     driver = dra_driver(devices=("dev-0",))
     before, uid = running_claim_pod(kube, namespace, driver, dra_objects)
-    node.restart_kubelet()
+    node.kubelet.restart()
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
     wait.for_node_ready(kube, node.name)
     after = wait.for_pod_running_ready(kube, namespace, before.metadata.name, timeout=POD_TIMEOUT)
@@ -59,12 +59,12 @@ def test_pod_deleted_while_kubelet_is_down_is_unprepared_after_start(
 ):
     driver = dra_driver(devices=("dev-0",))
     pod, uid = running_claim_pod(kube, namespace, driver, dra_objects)
-    node.stop_kubelet()
+    node.kubelet.stop()
     kube.core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
     wait.for_pod_gone(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
     assert list(driver.prepared()) == [uid]
 
-    node.start_kubelet()
+    node.kubelet.start()
     driver.wait_for_call("/NodeUnprepareResources", ok=True, timeout=UNPREPARE_TIMEOUT)
     assert claim_uids(driver.calls("/NodeUnprepareResources")) == [uid]
     assert driver.prepared() == {}
@@ -77,9 +77,9 @@ def test_failed_prepare_is_retried_after_kubelet_restart(
     driver.fail_prepare("injected prepare failure")
     pod = dra_objects.pod("retry", template=dra_objects.template(driver.config.driver_name))
     driver.wait_for_call("/NodePrepareResources", ok=False)
-    node.stop_kubelet()
+    node.kubelet.stop()
     driver.clear_failures()
-    node.start_kubelet()
+    node.kubelet.start()
     wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=RETRY_TIMEOUT)
     assert driver.calls("/NodePrepareResources")[-1]["ok"] is True
 
@@ -90,7 +90,7 @@ def test_prepare_blocked_across_a_kubelet_restart(kube, node, namespace, dra_dri
     driver.block_prepare()
     pod = dra_objects.pod("blocked", template=dra_objects.template(driver.config.driver_name))
     driver.wait_for_blocked("NodePrepareResources")
-    node.restart_kubelet()
+    node.kubelet.restart()
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
     driver.wait_for_blocked("NodePrepareResources")  # the restarted kubelet asks again
     driver.unblock()
@@ -110,12 +110,12 @@ def test_pod_deleted_while_prepare_blocked_and_kubelet_down_is_not_prepared(
     driver.block_prepare()
     pod = dra_objects.pod("gone", template=dra_objects.template(driver.config.driver_name))
     driver.wait_for_blocked("NodePrepareResources")
-    node.stop_kubelet()
+    node.kubelet.stop()
     kube.core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
     wait.for_pod_gone(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
     driver.unblock()  # the held call ends (its client is gone); the log has it once it returned
     calls_before = len(driver.wait_for_call("/NodePrepareResources"))
-    node.start_kubelet()
+    node.kubelet.start()
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
     stays(
         lambda: (

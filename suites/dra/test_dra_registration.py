@@ -33,7 +33,7 @@ def test_registration_recovers_after_getinfo_failures(dra_driver):
 def test_service_socket_up_after_registration(kube, node, namespace, dra_driver, dra_objects):
     """Upstream DRA13: registration succeeds without the service socket; the kubelet's gRPC channel keeps
     dialing (with backoff) and connects once the socket is there, then pods are served."""
-    mark = node.kubelet_log_mark()
+    mark = node.kubelet.log_mark()
     driver = dra_driver(devices=("dev-0",), serve_dra_on_start=False)
     driver.wait_for_registration(timeout=REGISTRATION_TIMEOUT)
     driver.start_dra_service()
@@ -56,7 +56,7 @@ def test_prepare_waits_for_a_stopped_dra_service(kube, node, namespace, dra_driv
     assert "NodePrepareResources" in event
     assert pods.read(kube, namespace, name).status.phase == "Pending"
     assert driver.calls("/NodePrepareResources") == []
-    mark = node.kubelet_log_mark()
+    mark = node.kubelet.log_mark()
     driver.start_dra_service()
     wait_dra.for_kubelet_connection(node, mark, driver.config.driver_name)
     wait.for_pod_running_ready(kube, namespace, name, timeout=RESYNC_TIMEOUT)

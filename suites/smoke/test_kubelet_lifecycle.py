@@ -1,7 +1,5 @@
 """Smoke: the node-control faults every later suite relies on, each checked on the real kubelet."""
 
-import signal
-
 import pytest
 
 from device_conformance.kube import pods
@@ -18,7 +16,7 @@ def running_pod(kube, namespace, make_pod):
 
 def test_running_pod_survives_kubelet_restart(kube, namespace, node, running_pod):
     """A graceful kubelet restart keeps a running pod: same UID, Running, Ready, no container restart."""
-    node.restart_kubelet()
+    node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
     after = wait.for_pod_running_ready(kube, namespace, running_pod.metadata.name)
     assert after.metadata.uid == running_pod.metadata.uid
@@ -28,9 +26,9 @@ def test_running_pod_survives_kubelet_restart(kube, namespace, node, running_pod
 
 def test_kubelet_comes_back_after_sigkill(kube, namespace, node, running_pod):
     """A SIGKILLed kubelet is restarted by its supervisor, the node returns Ready and the pod keeps running."""
-    killed_pid = node.kubelet_pid()
-    node.crash_kubelet()
-    assert node.kubelet_pid() != killed_pid
+    killed_pid = node.kubelet.pid()
+    node.kubelet.crash()
+    assert node.kubelet.pid() != killed_pid
     wait.for_node_ready(kube, node.name)
     after = wait.for_pod_running_ready(kube, namespace, running_pod.metadata.name)
     assert after.metadata.uid == running_pod.metadata.uid
@@ -38,12 +36,12 @@ def test_kubelet_comes_back_after_sigkill(kube, namespace, node, running_pod):
 
 def test_frozen_kubelet_resumes_after_sigcont(kube, node):
     """SIGSTOP freezes the kubelet (healthz stops answering); SIGCONT thaws it."""
-    node.signal_kubelet(signal.SIGSTOP)
+    node.kubelet.freeze()
     try:
-        assert not node.kubelet_healthy()
+        assert not node.kubelet.healthy()
     finally:
-        node.signal_kubelet(signal.SIGCONT)
-    node.wait_kubelet_healthy(timeout=30)
+        node.kubelet.thaw()
+    node.kubelet.wait_healthy(timeout=30)
     wait.for_node_ready(kube, node.name)
 
 

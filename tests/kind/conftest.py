@@ -28,7 +28,7 @@ from node_images import (
 )
 
 from device_conformance.dockercli import Docker
-from device_conformance.node.docker import DockerNode
+from device_conformance.providers.kind.node import KindNode
 
 
 def _engine_or_skip() -> Iterator[Docker]:
@@ -81,7 +81,7 @@ def start_fake_node(docker_engine: Docker, fake_node_image: str):
 
 
 @pytest.fixture
-def fake_node(docker_engine: Docker, fake_node_image: str) -> Iterator[DockerNode]:
+def fake_node(docker_engine: Docker, fake_node_image: str) -> Iterator[KindNode]:
     """A running fake node container with per-node host directories bound like kind's extraMounts."""
     # Short host root: sockets in these directories must stay under 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="dck-", dir="/tmp"))
@@ -89,10 +89,10 @@ def fake_node(docker_engine: Docker, fake_node_image: str) -> Iterator[DockerNod
     for host_dir in mounts.values():
         host_dir.mkdir()
     name = f"dc-fake-node-{uuid.uuid4().hex[:6]}"
-    node = DockerNode(docker_engine, name, mounts, "1.37.1")
+    node = KindNode(docker_engine, name, mounts, "1.37.1")
     try:
         run_fake_node(docker_engine, fake_node_image, name, mounts, {})
-        node.wait_kubelet_healthy(timeout=30)
+        node.kubelet.wait_healthy(timeout=30)
         yield node
     finally:
         docker_engine.run(["rm", "-f", "-v", name], check=False)
@@ -111,7 +111,7 @@ def systemd_node_image(docker_engine: Docker) -> str:
 
 
 @pytest.fixture
-def systemd_node(docker_engine: Docker, systemd_node_image: str) -> Iterator[DockerNode]:
+def systemd_node(docker_engine: Docker, systemd_node_image: str) -> Iterator[KindNode]:
     root = Path(tempfile.mkdtemp(prefix="dck-", dir="/tmp"))
     mounts = {node_dir: root / Path(node_dir).name for node_dir in MOUNTED}
     for host_dir in mounts.values():
@@ -125,10 +125,10 @@ def systemd_node(docker_engine: Docker, systemd_node_image: str) -> Iterator[Doc
     ]  # fmt: skip
     for node_dir, host_dir in mounts.items():
         argv += ["--volume", f"{host_dir}:{node_dir}"]
-    node = DockerNode(docker_engine, name, mounts, "1.37.1")
+    node = KindNode(docker_engine, name, mounts, "1.37.1")
     try:
         docker_engine.run([*argv, systemd_node_image, "/usr/lib/systemd/systemd"])
-        node.wait_kubelet_healthy(timeout=60)
+        node.kubelet.wait_healthy(timeout=60)
         yield node
     finally:
         docker_engine.run(["rm", "-f", "-v", name], check=False)

@@ -83,7 +83,7 @@ def fake_node_rootfs() -> bytes:
 # kind's nodes run the kubelet as a systemd unit. This host has Debian's systemd 252 installed (not as
 # PID 1), so a container whose /usr is the host's /usr (read-only) boots the real systemd, with a
 # kubelet.service like kind's (Restart=always, RestartSec=1s, KillMode=process) around a stand-in
-# kubelet. DockerNode's systemctl/journalctl/kill/file calls then meet the real tools.
+# kubelet. The kind node's systemctl/journalctl/kill/file calls then meet the real tools.
 SYSTEMD = Path("/usr/lib/systemd/systemd")
 SYSTEMD_NODE_IMAGE = "device-conformance.local/systemd-node:test"
 KUBELET_UNIT = b"""[Unit]

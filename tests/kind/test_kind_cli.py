@@ -65,7 +65,7 @@ def test_kind_lists_the_cluster_and_its_node_with_our_mounts(kind_cli, fake_clus
     assert {path: mounts[path] for path in NODE_MOUNTS} == layout.node_mounts(0)
 
 
-def test_provider_builds_docker_nodes_from_what_docker_reports(kind_cli, fake_cluster):
+def test_provider_builds_kind_nodes_from_what_docker_reports(kind_cli, fake_cluster):
     name, layout = fake_cluster
     provider = KindProvider(KubeVersion.parse("1.37.1"), docker=kind_cli.docker, log=lambda _: None)
     provider.cli = kind_cli
@@ -73,7 +73,7 @@ def test_provider_builds_docker_nodes_from_what_docker_reports(kind_cli, fake_cl
     assert node.name == f"{name}-control-plane"
     assert node.host_path("/var/lib/kubelet/device-plugins/x.sock") == layout.node_mounts(0)[
         "/var/lib/kubelet/device-plugins"] / "x.sock"  # fmt: skip
-    node.wait_kubelet_healthy(timeout=30)  # docker exec into it works
+    node.kubelet.wait_healthy(timeout=30)  # docker exec into it works
 
 
 def test_kind_export_logs_collects_the_node(kind_cli, fake_cluster, tmp_path):

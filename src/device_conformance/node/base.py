@@ -1,80 +1,101 @@
-"""Node control: the one API every provider implements (local processes now; kind and existing later)."""
+"""One node as the suites use it, written once over a provider's NodeTransport (node/transport.py).
+
+Files, sockets, the container runtime and upstream's reboot simulation here; the kubelet's lifecycle
+under `node.kubelet` (node/kubelet.py). Providers subclass NodeControl only to add what their nodes
+alone can do (kind: a real reboot with `docker restart`).
+"""
 
 from __future__ import annotations
 
-import signal
-from pathlib import Path
-from typing import Protocol
+from pathlib import Path, PurePosixPath
 
+from device_conformance.errors import BadInput, CommandError
 from device_conformance.node.cri import Sandbox
+from device_conformance.node.kubelet import KubeletControl
+from device_conformance.node.transport import NodeTransport
 
-KUBELET_ROOT = Path("/var/lib/kubelet")
+# `sh -c WRITE_ATOMICALLY sh PATH MODE` with the content on stdin: atomic on the node too, the kubelet
+# must never read a half-written checkpoint.
+WRITE_ATOMICALLY = 'cat > "$1.dc-partial" && chmod "$2" "$1.dc-partial" && mv -f "$1.dc-partial" "$1"'
 
 
-class NodeControl(Protocol):
+class NodeControl:
     """Faults and file access on one node. Paths given to methods are as the kubelet sees them."""
 
-    name: str
+    def __init__(self, transport: NodeTransport) -> None:
+        self.transport = transport
+        self.name = transport.name
+        self.kubelet = KubeletControl(transport.name, transport.kubelet_service)
 
+    # -- files -------------------------------------------------------------------------------
     def host_path(self, node_path: str | Path) -> Path:
         """Where a path of the node (e.g. /var/lib/kubelet/device-plugins) is on the test host."""
-        ...
+        mapped = self._mapped(node_path)
+        if mapped is None:
+            raise BadInput(
+                f"{node_path} is not bind-mounted from the host on node {self.name}",
+                f"use a path under one of {', '.join(map(str, self.transport.mounts))}, or read_file()/write_file()",
+            )
+        return mapped
 
-    # -- kubelet lifecycle -----------------------------------------------------------------
-    def restart_kubelet(self) -> None:
-        """Graceful restart (SIGTERM, wait for exit, start) and wait for healthz."""
-        ...
+    def read_file(self, node_path: str | Path) -> bytes:
+        mapped = self._mapped(node_path)
+        if mapped is not None:
+            return mapped.read_bytes()
+        try:
+            return self.transport.run(["cat", str(node_path)])
+        except CommandError as exc:
+            raise FileNotFoundError(f"{self.name}:{node_path}: {exc.output.strip()}") from None
 
-    def stop_kubelet(self) -> None:
-        """SIGTERM and wait until the process is gone and healthz no longer answers."""
-        ...
+    def write_file(self, node_path: str | Path, data: bytes, mode: int = 0o600) -> None:
+        """Replace the file atomically (a partial file renamed over it) with `data` and `mode`."""
+        mapped = self._mapped(node_path)
+        if mapped is None:
+            self.transport.run(["sh", "-c", WRITE_ATOMICALLY, "sh", str(node_path), f"{mode:o}"], stdin=data)
+            return
+        partial = mapped.with_name(f".{mapped.name}.partial")
+        partial.write_bytes(data)
+        partial.chmod(mode)
+        partial.replace(mapped)
 
-    def start_kubelet(self, binary: Path | None = None, version: str | None = None) -> None:
-        """Start (optionally another version's binary) and wait for healthz."""
-        ...
+    def delete_file(self, node_path: str | Path) -> None:
+        """Remove the file; no error when it is not there."""
+        mapped = self._mapped(node_path)
+        if mapped is not None:
+            mapped.unlink(missing_ok=True)
+        else:
+            self.transport.run(["rm", "-f", str(node_path)])
 
-    def crash_kubelet(self) -> None:
-        """SIGKILL the kubelet; its supervisor brings it back like systemd's Restart=always."""
-        ...
+    def list_sockets(self, node_dir: str | Path) -> list[str]:
+        """Names of the Unix sockets in a node directory (empty when it does not exist)."""
+        mapped = self._mapped(node_dir)
+        if mapped is not None:
+            return sorted(e.name for e in mapped.iterdir() if e.is_socket()) if mapped.is_dir() else []
+        found = self.transport.run(["find", str(node_dir), "-maxdepth", "1", "-type", "s"], check=False)
+        return sorted(PurePosixPath(line).name for line in found.decode(errors="replace").split())
 
-    def signal_kubelet(self, sig: signal.Signals) -> None:
-        """Send a signal (SIGSTOP / SIGCONT to freeze and thaw it)."""
-        ...
-
-    def kubelet_healthy(self) -> bool: ...
-
-    def wait_kubelet_healthy(self, timeout: float = 120) -> None: ...
-
-    def kubelet_pid(self) -> int: ...
-
-    # -- files under the kubelet root ------------------------------------------------------
-    def read_file(self, node_path: str | Path) -> bytes: ...
-
-    def write_file(self, node_path: str | Path, data: bytes, mode: int = 0o600) -> None: ...
-
-    def delete_file(self, node_path: str | Path) -> None: ...
-
-    def list_sockets(self, node_dir: str | Path) -> list[str]: ...
-
-    # -- logs --------------------------------------------------------------------------------
-    def kubelet_log_mark(self) -> int:
-        """A position in the kubelet log; pass it to kubelet_log_since()."""
-        ...
-
-    def kubelet_log_since(self, mark: int) -> str: ...
+    def _mapped(self, node_path: str | Path) -> Path | None:
+        path = PurePosixPath(node_path)
+        for node_dir, host_dir in sorted(self.transport.mounts.items(), key=lambda item: -len(item[0].parts)):
+            if path == node_dir or node_dir in path.parents:
+                return host_dir / path.relative_to(node_dir)
+        return None
 
     # -- container runtime -------------------------------------------------------------------
     def pod_sandboxes(self) -> list[Sandbox]:
         """The container runtime's pod sandboxes (CRI ListPodSandbox), ready or not."""
-        ...
+        with self.transport.cri() as cri:
+            return cri.sandboxes()
 
     def runtime_info(self) -> dict:
         """The container runtime's verbose CRI Status info (containerd: {"config": {...}, ...})."""
-        ...
+        with self.transport.cri() as cri:
+            return cri.status_info()
 
     # -- whole-node faults -------------------------------------------------------------------
     def simulate_reboot(self) -> int:
-        """Upstream's reboot: stop the kubelet, remove every pod sandbox through CRI, start it.
+        """Upstream's reboot: stop the kubelet, remove every pod sandbox through CRI, start it again.
 
         Returns the number of sandboxes removed."""
-        ...
+        with self.kubelet.stopped(), self.transport.cri() as cri:
+            return len(cri.remove_all_sandboxes())

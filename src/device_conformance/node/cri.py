@@ -1,14 +1,19 @@
-"""A minimal CRI client: simulate a node reboot as upstream does (remove every sandbox); read runtime Status."""
+"""The container runtime's CRI as the harness uses it: list and remove pod sandboxes (upstream's reboot
+simulation), read the runtime's Status. Two ways in, one contract (CRIRuntime): gRPC on a socket the
+host reaches (local provider), or crictl run on the node (kind; any node with crictl)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import grpc
 
 from device_conformance.protos.cri.v1 import api_pb2, api_pb2_grpc
+
+if TYPE_CHECKING:
+    from device_conformance.node.transport import CommandRunner
 
 CRI_TIMEOUT_SECONDS = 60
 
@@ -20,6 +25,22 @@ class Sandbox:
     namespace: str
     uid: str
     ready: bool
+
+
+class CRIRuntime(Protocol):
+    """What the harness asks of a node's container runtime."""
+
+    def sandboxes(self) -> list[Sandbox]:
+        """Every pod sandbox (CRI ListPodSandbox), ready or not."""
+        ...
+
+    def status_info(self) -> dict[str, Any]:
+        """The runtime's verbose CRI Status info, JSON values decoded (containerd: {"config": {...}, ...})."""
+        ...
+
+    def remove_all_sandboxes(self) -> list[str]:
+        """Stop and remove every pod sandbox; returns the ids removed."""
+        ...
 
 
 class CRIClient:
@@ -67,11 +88,6 @@ class CRIClient:
             for item in reply.items
         ]
 
-    def running_container_count(self) -> int:
-        running = api_pb2.ContainerFilter(state=api_pb2.ContainerStateValue(state=api_pb2.CONTAINER_RUNNING))
-        reply = self._runtime.ListContainers(api_pb2.ListContainersRequest(filter=running), timeout=CRI_TIMEOUT_SECONDS)
-        return len(reply.containers)
-
     def remove_sandbox(self, sandbox_id: str) -> None:
         # Stop first: it tears the network down through CNI, then remove deletes the containers.
         self._runtime.StopPodSandbox(
@@ -81,12 +97,50 @@ class CRIClient:
             api_pb2.RemovePodSandboxRequest(pod_sandbox_id=sandbox_id), timeout=CRI_TIMEOUT_SECONDS
         )
 
-    def remove_all_sandboxes(self) -> list[Sandbox]:
-        """Remove every pod sandbox (upstream's reboot simulation); returns what was removed."""
-        removed = self.sandboxes()
-        for sandbox in removed:
-            self.remove_sandbox(sandbox.id)
+    def remove_all_sandboxes(self) -> list[str]:
+        """Remove every pod sandbox (upstream's reboot simulation); returns the ids removed."""
+        removed = [sandbox.id for sandbox in self.sandboxes()]
+        for sandbox_id in removed:
+            self.remove_sandbox(sandbox_id)
         return removed
+
+
+class Crictl:
+    """CRIRuntime through `crictl` on the node (kind's node image ships it, pointed at containerd)."""
+
+    def __init__(self, run: CommandRunner) -> None:
+        self._run = run
+
+    def __enter__(self) -> Crictl:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def sandboxes(self) -> list[Sandbox]:
+        reply = json.loads(self._run(["crictl", "pods", "--output", "json"]) or "{}")
+        return [
+            Sandbox(
+                id=item["id"],
+                name=item["metadata"]["name"],
+                namespace=item["metadata"]["namespace"],
+                uid=item["metadata"]["uid"],
+                ready=item.get("state") == "SANDBOX_READY",
+            )
+            for item in reply.get("items") or []
+        ]
+
+    def status_info(self) -> dict[str, Any]:
+        """`crictl info`: the verbose CRI Status (containerd's config under "config")."""
+        return json.loads(self._run(["crictl", "info"]))
+
+    def remove_all_sandboxes(self) -> list[str]:
+        ids = self._run(["crictl", "pods", "--quiet"]).decode().split()
+        if ids:
+            # stopp first: it tears the network down through CNI; rmp then deletes the containers.
+            self._run(["crictl", "stopp", *ids], timeout=180)
+            self._run(["crictl", "rmp", *ids], timeout=180)
+        return ids
 
 
 def cdi_support(info: dict[str, Any], runtime: str = "the runtime") -> tuple[bool, str]:

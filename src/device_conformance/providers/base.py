@@ -1,4 +1,4 @@
-"""What a provider gives the suites: a cluster handle with its kubeconfig and node controls."""
+"""What a provider gives the suites: a cluster handle with its kubeconfig and its nodes."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ class ClusterHandle:
     provider: str
     kubeconfig: Path
     k8s_version: str
+    # The nodes the harness reaches (NodeControl over the provider's NodeTransport); empty: no node access.
     nodes: list[NodeControl] = field(default_factory=list)
     # Copies the cluster's component logs into a directory (for failure reports).
     collect_logs: Callable[[Path], None] = lambda _: None

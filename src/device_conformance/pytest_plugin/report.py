@@ -35,7 +35,7 @@ def _sections(item: pytest.Item) -> list[tuple[str, str]]:
     funcargs = getattr(item, "funcargs", {})
     if KUBELET_LOG_MARK in item.stash:
         node, mark = item.stash[KUBELET_LOG_MARK]
-        tail = "\n".join(_safe(lambda: node.kubelet_log_since(mark)).splitlines()[-KUBELET_LOG_LINES:])
+        tail = "\n".join(_safe(lambda: node.kubelet.log_since(mark)).splitlines()[-KUBELET_LOG_LINES:])
         sections.append((f"kubelet log since test start (last {KUBELET_LOG_LINES} lines)", tail))
     kube = funcargs.get("kube")
     handle = funcargs.get("cluster")

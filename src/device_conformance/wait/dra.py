@@ -136,7 +136,7 @@ def for_kubelet_connection(
     def probe() -> str | Pending:
         lines = [
             line
-            for line in node.kubelet_log_since(mark).splitlines()
+            for line in node.kubelet.log_since(mark).splitlines()
             if "Connection changed" in line and needle in line and state in line
         ]
         return lines[-1] if lines else Pending("no such kubelet log line yet")

@@ -20,11 +20,11 @@ from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.images.build import build_images
 from device_conformance.kube.client import Kube
-from device_conformance.node.docker import DockerNode
 from device_conformance.providers.base import ClusterHandle
 from device_conformance.providers.kind import config, parallel
 from device_conformance.providers.kind.cli import CREATE_WAIT, KindCLI
 from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout, kind_root
+from device_conformance.providers.kind.node import KindNode
 from device_conformance.providers.kind.preflight import preflight
 from device_conformance.providers.kind.state import KindState, all_layouts, remove_host_dirs
 from device_conformance.wait.kube import for_node_ready
@@ -131,7 +131,7 @@ class KindProvider:
         self.log(f"kind cluster {name} ready in {time.monotonic() - started:.0f}s")
         return layout.kubeconfig
 
-    def _nodes(self, name: str) -> list[DockerNode]:
+    def _nodes(self, name: str) -> list[KindNode]:
         assert self.cli is not None
         nodes = []
         for container in self.cli.nodes(name):
@@ -143,7 +143,7 @@ class KindProvider:
                     "plugins there will fail; create the cluster with this suite (or its rendered config)"
                 )
             version = self.docker.text(["exec", container, "cat", "/kind/version"], timeout=60).strip()
-            nodes.append(DockerNode(self.docker, container, mounts, version.removeprefix("v")))
+            nodes.append(KindNode(self.docker, container, mounts, version.removeprefix("v")))
         # Nodes that run workloads first: the `node` fixture takes nodes[0], and with workers the
         # control plane keeps its NoSchedule taint.
         return sorted(nodes, key=lambda n: (n.name.endswith("-control-plane") and len(nodes) > 1, n.name))

@@ -204,7 +204,7 @@ class LocalCluster:
         ctr = str(self.containerd.path("ctr"))
         return [ctr, f"--address={self.layout.containerd_socket}", "--namespace=k8s.io", *argv]
 
-    # ---- the kubelet (node control builds on these) ---------------------------------------
+    # ---- the kubelet (providers/local/node.py supervises it through these) -----------------
     @property
     def namespace(self) -> NodeNamespace:
         return NodeNamespace(self.state.namespace_holder, self.state.namespace_inode)
@@ -241,12 +241,6 @@ class LocalCluster:
         process = self._start("kubelet", argv, in_node=True)
         self.state.processes["kubelet"]["version"] = str(version or self.binaries.version)
         self.state.save(self.layout)
-        return process
-
-    def kubelet(self) -> ProcessRecord:
-        process = self.state.process("kubelet")
-        if process is None:
-            raise ConformanceError("the kubelet was never started")
         return process
 
     def kubelet_healthy(self) -> bool:

@@ -11,11 +11,11 @@ from device_conformance.containerd_build import ensure_containerd
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.images.build import build_images
 from device_conformance.kube.client import Kube
-from device_conformance.node.local import LocalNode
 from device_conformance.providers.base import ClusterHandle
 from device_conformance.providers.local import host
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.leftovers import clean_leftovers
+from device_conformance.providers.local.node import LocalNode
 from device_conformance.wait.kube import for_node_ready
 
 

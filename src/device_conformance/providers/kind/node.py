@@ -1,0 +1,106 @@
+"""A kind node: a container reached with `docker exec`, systemd runs its kubelet.
+
+Paths bind-mounted from the host (the per-node device-plugins, plugins_registry, plugins, pod-resources
+and /var/run/cdi directories) are read and written on the host directly, exactly as the fakes see them;
+every other node path goes through `docker exec`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+from device_conformance.dockercli import Docker
+from device_conformance.expectations.cluster import settings_for
+from device_conformance.expectations.versions import KubeVersion
+from device_conformance.node.base import WRITE_ATOMICALLY, NodeControl
+from device_conformance.node.cri import Crictl
+from device_conformance.node.kubelet import START_TIMEOUT
+from device_conformance.node.systemd import SystemdKubelet
+
+KUBELET_BINARY = "/usr/bin/kubelet"
+KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
+# Where the node's own kubelet binary and config are kept while another version runs (upgrade tests).
+ORIGINAL_SUFFIX = ".dc-original"
+PUT_BACK_ORIGINALS = (
+    f"for p in {KUBELET_BINARY} {KUBELET_CONFIG}; "
+    f'do [ ! -e "$p{ORIGINAL_SUFFIX}" ] || mv -f "$p{ORIGINAL_SUFFIX}" "$p"; done'
+)
+
+
+class KindTransport:
+    """NodeTransport of a kind node container."""
+
+    def __init__(self, docker: Docker, container: str, mounts: Mapping[str, Path]) -> None:
+        self.docker = docker
+        self.name = container
+        self.mounts = {PurePosixPath(node): Path(host) for node, host in mounts.items()}
+        self.kubelet_service = KindKubelet(self)
+
+    def run(
+        self, argv: Sequence[str], *, stdin: bytes | None = None, check: bool = True, timeout: float = 120
+    ) -> bytes:
+        args = ["exec", *(["-i"] if stdin is not None else []), self.name, *argv]
+        return self.docker.run(args, stdin=stdin, check=check, timeout=timeout).stdout
+
+    def cri(self) -> Crictl:
+        return Crictl(self.run)
+
+
+class KindKubelet(SystemdKubelet):
+    """kind's kubelet.service; another kubelet is swapped in with `docker cp` (and the node's put back)."""
+
+    def __init__(self, transport: KindTransport) -> None:
+        super().__init__(transport.name, transport.run)
+        self.transport = transport
+
+    def put_in_place(self, binary: Path | None, version: KubeVersion | None) -> None:
+        if binary is None:
+            self.run(["sh", "-c", PUT_BACK_ORIGINALS])
+            return
+        saved = KUBELET_BINARY + ORIGINAL_SUFFIX
+        self.run(["sh", "-c", f"[ -e {saved} ] || cp -p {KUBELET_BINARY} {saved}"])
+        self.transport.docker.run(["cp", str(binary), f"{self.node}:{KUBELET_BINARY}"])
+        self.run(["chmod", "0755", KUBELET_BINARY])
+        if version is not None:
+            self._retarget_config(version)
+
+    def _retarget_config(self, version: KubeVersion) -> None:
+        """Feature gates of the kubelet's config for `version` (gates unknown to a kubelet are fatal)."""
+        saved = KUBELET_CONFIG + ORIGINAL_SUFFIX
+        self.run(["sh", "-c", f"[ -e {saved} ] || cp -p {KUBELET_CONFIG} {saved}"])
+        config = yaml.safe_load(self.run(["cat", saved])) or {}
+        settings = settings_for(version)
+        config["featureGates"] = dict(settings.feature_gates)
+        config.update(settings.kubelet_config)
+        if not config["featureGates"]:
+            del config["featureGates"]
+        # /var/lib/kubelet itself is not bound from the host on kind: written inside the node.
+        self.run(["sh", "-c", WRITE_ATOMICALLY, "sh", KUBELET_CONFIG, "644"], stdin=yaml.safe_dump(config).encode())
+
+
+class KindNode(NodeControl):
+    """The node API (NodeControl) plus what only a kind node can do: a real reboot, docker exec."""
+
+    transport: KindTransport
+
+    def __init__(self, docker: Docker, container: str, mounts: Mapping[str, Path], k8s_version: str) -> None:
+        """`mounts`: node directory -> host directory bound onto it (kind extraMounts); `k8s_version`: the
+        node image's Kubernetes version."""
+        super().__init__(KindTransport(docker, container, mounts))
+        self.docker = docker
+        self.kubelet_version = k8s_version
+
+    def exec(self, argv: Sequence[str], *, stdin: bytes | None = None, check: bool = True, timeout: float = 120) -> str:
+        return self.transport.run(argv, stdin=stdin, check=check, timeout=timeout).decode(errors="replace")
+
+    def reboot(self, timeout: float = START_TIMEOUT) -> None:
+        """A real reboot of the node container (`docker restart`): every process of the node starts afresh."""
+        self.docker.run(["restart", "--time", "30", self.name], timeout=timeout)
+        self.kubelet.wait_healthy(timeout)
+
+    def describe(self) -> str:
+        return f"kind node {self.name} (docker exec; mounts: {shlex.join(map(str, self.transport.mounts))})"

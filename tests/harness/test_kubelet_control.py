@@ -1,0 +1,295 @@
+"""KubeletControl and NodeControl (written once for every provider) against a fake transport: the order of
+the primitives they call, what they wait for, and how they recover."""
+
+from __future__ import annotations
+
+import signal
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from device_conformance.errors import BadInput, CommandError, ConformanceError
+from device_conformance.expectations.versions import KubeVersion
+from device_conformance.node import kubelet as kubelet_module
+from device_conformance.node.base import NodeControl
+from device_conformance.node.kubelet import KubeletControl
+from device_conformance.node.transport import KubeletService, NodeTransport
+
+
+class FakeService:
+    """A kubelet under a supervisor, in memory. `restarts_after_kill`: how many pid() looks it takes the
+    supervisor to start a SIGKILLed kubelet again (None: never, like a dead local child process)."""
+
+    def __init__(self, restarts_after_kill: int | None = 2) -> None:
+        self.calls: list[tuple] = []
+        self.running_pid = 100
+        self.frozen = False
+        self.log: list[str] = ["boot"]
+        self.restarts_after_kill = restarts_after_kill
+        self._countdown: int | None = None
+        self.start_fails_with: str | None = None  # the kubelet exits at once, for this reason
+
+    def start(self, binary, version):
+        self.calls.append(("start", binary, version))
+        if self.start_fails_with is not None:
+            self.log.append(f"fatal: {self.start_fails_with}")
+            return
+        self.running_pid += 1
+        self.log.append(f"started {binary or 'own'} pid {self.running_pid}")
+
+    def stop(self):
+        self.calls.append(("stop",))
+        assert not self.frozen, "stop() of a frozen kubelet would hang: thaw first"
+        self.running_pid = 0
+
+    def pid(self):
+        if self._countdown is not None:
+            self._countdown -= 1
+            if self._countdown <= 0:
+                self._countdown = None
+                self.running_pid = 500
+        return self.running_pid
+
+    def signal(self, sig):
+        self.calls.append(("signal", sig))
+        if self.running_pid <= 0:
+            raise ConformanceError("no kubelet runs")
+        if sig == signal.SIGSTOP:
+            self.frozen = True
+        elif sig == signal.SIGCONT:
+            self.frozen = False
+        elif sig == signal.SIGKILL:
+            self.running_pid = 0
+            self._countdown = self.restarts_after_kill
+
+    def healthy(self):
+        return self.running_pid > 0 and not self.frozen and self.start_fails_with is None
+
+    def exited(self):
+        if self.start_fails_with is not None:
+            return "exited with status 1"
+        return None
+
+    def log_mark(self):
+        return len(self.log)
+
+    def log_since(self, mark):
+        return "\n".join(self.log[mark:])
+
+
+def primitives(service: FakeService) -> list[str]:
+    return [call[0] if call[0] != "signal" else f"signal {call[1].name}" for call in service.calls]
+
+
+@pytest.fixture
+def service() -> FakeService:
+    return FakeService()
+
+
+@pytest.fixture
+def kubelet(service) -> KubeletControl:
+    return KubeletControl("node-a", service)
+
+
+def test_the_fake_is_a_kubelet_service(service):
+    assert isinstance(service, KubeletService)
+
+
+def test_restart_thaws_stops_then_starts_the_same_kubelet(kubelet, service):
+    kubelet.restart()
+    assert primitives(service) == ["signal SIGCONT", "stop", "start"]
+    assert service.calls[-1] == ("start", None, None)
+    assert kubelet.healthy()
+
+
+def test_restart_of_a_frozen_kubelet_thaws_it_before_the_stop(kubelet, service):
+    kubelet.freeze()
+    assert not kubelet.healthy()
+    kubelet.restart()
+    assert kubelet.healthy()
+
+
+def test_a_swapped_in_kubelet_survives_restart_until_start_without_arguments(kubelet, service):
+    previous = Path("/cache/v1.36.4/kubelet")
+    version = KubeVersion.parse("1.36.4")
+    kubelet.stop()
+    kubelet.start(previous, version)
+    kubelet.restart()
+    assert service.calls[-1] == ("start", previous, version)
+    kubelet.stop()
+    kubelet.start()
+    assert service.calls[-1] == ("start", None, None)
+
+
+def test_start_refuses_a_running_kubelet(kubelet, service):
+    with pytest.raises(ConformanceError, match="already running"):
+        kubelet.start()
+    assert "start" not in primitives(service)
+
+
+def test_start_with_a_version_needs_the_binary(kubelet, service):
+    kubelet.stop()
+    with pytest.raises(BadInput, match="without its binary"):
+        kubelet.start(version=KubeVersion.parse("1.36.4"))
+    assert "start" not in primitives(service)
+
+
+def test_stop_of_a_stopped_kubelet_sends_no_signal(kubelet, service):
+    kubelet.stop()
+    service.calls.clear()
+    kubelet.stop()
+    assert primitives(service) == ["stop"]
+
+
+def test_stopped_starts_the_kubelet_again_after_the_body(kubelet, service):
+    with kubelet.stopped():
+        assert kubelet.pid() == 0
+    assert primitives(service) == ["signal SIGCONT", "stop", "start"]
+    assert kubelet.healthy()
+
+
+def test_stopped_starts_the_kubelet_again_when_the_body_raised(kubelet, service):
+    with pytest.raises(RuntimeError, match="body failed"), kubelet.stopped():
+        raise RuntimeError("body failed")
+    assert primitives(service)[-1] == "start"
+    assert kubelet.healthy()
+
+
+def test_stopped_leaves_a_kubelet_the_body_started(kubelet, service):
+    with kubelet.stopped():
+        kubelet.start()
+    assert primitives(service).count("start") == 1
+
+
+def test_crash_sigkills_and_waits_for_the_supervisor_to_bring_a_new_pid(kubelet, service):
+    killed = kubelet.pid()
+    kubelet.crash()
+    assert ("signal", signal.SIGKILL) in service.calls
+    assert "start" not in primitives(service), "the supervisor restarts it, not the harness"
+    assert kubelet.pid() not in (0, killed)
+    assert kubelet.healthy()
+
+
+def test_crash_fails_when_the_supervisor_does_not_restart_it(monkeypatch):
+    monkeypatch.setattr(kubelet_module, "CRASH_RESTART_TIMEOUT", 0.5)
+    kubelet = KubeletControl("node-a", FakeService(restarts_after_kill=None))
+    with pytest.raises(ConformanceError, match="restart the SIGKILLed kubelet"):
+        kubelet.crash()
+
+
+def test_crash_without_a_kubelet_is_an_error(kubelet, service):
+    kubelet.stop()
+    with pytest.raises(ConformanceError, match="no kubelet runs"):
+        kubelet.crash()
+
+
+def test_freeze_and_thaw_are_sigstop_and_sigcont(kubelet, service):
+    kubelet.freeze()
+    kubelet.thaw()
+    assert primitives(service) == ["signal SIGSTOP", "signal SIGCONT"]
+    kubelet.wait_healthy(timeout=1)
+
+
+def test_a_kubelet_that_exits_at_start_ends_the_wait_at_once_with_its_log(kubelet, service):
+    kubelet.stop()
+    service.start_fails_with = "checkpoint is corrupted"
+    with pytest.raises(ConformanceError) as failure:
+        kubelet.start()
+    message = str(failure.value)
+    assert "exited with status 1" in message
+    assert "fatal: checkpoint is corrupted" in message
+    assert "boot" not in message, "only what the kubelet logged since this start"
+
+
+def test_log_since_a_mark_has_only_what_came_after(kubelet, service):
+    mark = kubelet.log_mark()
+    kubelet.restart()
+    assert kubelet.log_since(mark) == f"started own pid {kubelet.pid()}"
+
+
+# -- NodeControl: files and the reboot simulation over a fake transport ------------------------
+
+
+class FakeCRI:
+    def __init__(self, sandboxes: list[str], calls: list[tuple], fail: bool = False) -> None:
+        self.ids, self.calls, self.fail = sandboxes, calls, fail
+
+    def remove_all_sandboxes(self):
+        self.calls.append(("remove_all_sandboxes",))
+        if self.fail:
+            raise RuntimeError("CRI broke")
+        removed, self.ids[:] = list(self.ids), []
+        return removed
+
+
+class FakeTransport:
+    def __init__(self, host_dir: Path) -> None:
+        self.name = "node-a"
+        self.mounts = {PurePosixPath("/var/lib/kubelet/device-plugins"): host_dir}
+        self.kubelet_service = FakeService()
+        self.commands: list[tuple[list[str], bytes | None]] = []
+        self.sandboxes = ["sb-1", "sb-2"]
+        self.cri_fails = False
+
+    def run(self, argv, *, stdin=None, check=True, timeout=120):
+        self.commands.append((list(argv), stdin))
+        if argv[0] == "cat":
+            raise CommandError(list(argv), 1, f"cat: {argv[1]}: No such file or directory")
+        return b""
+
+    @contextmanager
+    def cri(self):
+        yield FakeCRI(self.sandboxes, self.kubelet_service.calls, self.cri_fails)
+
+
+@pytest.fixture
+def transport(tmp_path) -> FakeTransport:
+    return FakeTransport(tmp_path)
+
+
+def test_the_fake_is_a_node_transport(transport):
+    assert isinstance(transport, NodeTransport)
+
+
+def test_reboot_simulation_stops_removes_every_sandbox_then_starts(transport):
+    node = NodeControl(transport)
+    assert node.simulate_reboot() == 2
+    assert primitives(transport.kubelet_service) == ["signal SIGCONT", "stop", "remove_all_sandboxes", "start"]
+    assert node.kubelet.healthy()
+
+
+def test_reboot_simulation_starts_the_kubelet_even_when_cri_fails(transport):
+    transport.cri_fails = True
+    node = NodeControl(transport)
+    with pytest.raises(RuntimeError, match="CRI broke"):
+        node.simulate_reboot()
+    assert primitives(transport.kubelet_service)[-1] == "start"
+    assert node.kubelet.healthy()
+
+
+def test_mounted_paths_are_files_on_the_host(transport, tmp_path):
+    node = NodeControl(transport)
+    path = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+    assert node.host_path(path) == tmp_path / "kubelet_internal_checkpoint"
+    node.write_file(path, b"data", mode=0o640)
+    assert (tmp_path / "kubelet_internal_checkpoint").stat().st_mode & 0o777 == 0o640
+    assert node.read_file(path) == b"data"
+    node.delete_file(path)
+    node.delete_file(path)  # already gone: fine
+    assert node.list_sockets("/var/lib/kubelet/device-plugins") == []
+    assert transport.commands == []
+
+
+def test_other_paths_go_through_commands_on_the_node(transport):
+    node = NodeControl(transport)
+    path = "/var/lib/kubelet/dra_manager_state"
+    with pytest.raises(BadInput, match="not bind-mounted from the host on node node-a"):
+        node.host_path(path)
+    node.write_file(path, b"{}", mode=0o644)
+    argv, stdin = transport.commands[-1]
+    assert argv[:2] == ["sh", "-c"] and argv[-2:] == [path, "644"] and stdin == b"{}"
+    with pytest.raises(FileNotFoundError, match="No such file"):
+        node.read_file(path)
+    node.delete_file(path)
+    assert transport.commands[-1] == (["rm", "-f", path], None)
