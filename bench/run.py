@@ -15,12 +15,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from device_conformance.binaries import cache_root
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 from device_conformance.fakes.device_plugin import DeviceConfig, DevicePluginConfig, DevicePluginHandle
 from device_conformance.kube import pods
 from device_conformance.kube.client import Kube
 from device_conformance.providers.local.provider import LocalProvider
+from device_conformance.toolchain.cache import cache_root
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import until
 

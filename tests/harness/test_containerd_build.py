@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from device_conformance import binaries, containerd_build, gobuild
 from device_conformance.errors import BadInput
+from device_conformance.toolchain import cache, gobuild
+from device_conformance.toolchain import containerd as containerd_build
 
 MODULE = "github.com/containerd/containerd/v2"
 
@@ -60,7 +61,7 @@ def test_cached_containerd_is_reused_and_a_corrupt_one_rebuilt(monkeypatch, tmp_
     monkeypatch.setattr(containerd_build, "go_binary", lambda *a, **k: "/usr/bin/go")
     first = containerd_build.ensure_containerd("v2.3.4", progress=lambda _: None)
     assert first.source == "go install" and len(builds) == 2
-    manifest = json.loads((first.directory / binaries.MANIFEST).read_text())
+    manifest = json.loads((first.directory / cache.MANIFEST).read_text())
     assert manifest["ctr"] == hashlib.sha256(b"ctr").hexdigest()
     assert containerd_build.ensure_containerd("v2.3.4", progress=lambda _: None).source == "cache"
     first.path("containerd").write_bytes(b"truncated")

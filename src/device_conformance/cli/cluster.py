@@ -6,11 +6,12 @@ import argparse
 import os
 from pathlib import Path
 
-from device_conformance.binaries import cache_root, ensure_binaries
-from device_conformance.containerd_build import ensure_containerd
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, PREVIOUS_MINOR_VERSION, KubeVersion
-from device_conformance.images.build import build_images
+from device_conformance.toolchain.binaries import ensure_binaries
+from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.containerd import ensure_containerd
+from device_conformance.toolchain.images.build import build_images
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

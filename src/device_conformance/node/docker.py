@@ -16,12 +16,12 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from device_conformance.binaries import ensure_binaries
 from device_conformance.dockercli import Docker
 from device_conformance.errors import BadInput, CommandError, ConformanceError
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.cri import Sandbox
+from device_conformance.toolchain.binaries import ensure_binaries
 from device_conformance.wait.core import Pending, until
 
 KUBELET_BINARY = "/usr/bin/kubelet"

@@ -6,12 +6,12 @@ import os
 import signal
 from pathlib import Path
 
-from device_conformance.binaries import ensure_binaries
 from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.cri import CRIClient, Sandbox
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS
+from device_conformance.toolchain.binaries import ensure_binaries
 from device_conformance.wait.core import Pending, until
 
 STOP_TIMEOUT = 60

@@ -13,12 +13,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.binaries import cache_root
 from device_conformance.dockercli import Docker
 from device_conformance.errors import CommandError, ConformanceError
 from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.images.build import build_images
 from device_conformance.kube.client import Kube
 from device_conformance.node.docker import DockerNode
 from device_conformance.providers.base import ClusterHandle
@@ -27,6 +25,8 @@ from device_conformance.providers.kind.cli import CREATE_WAIT, KindCLI
 from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout, kind_root
 from device_conformance.providers.kind.preflight import preflight
 from device_conformance.providers.kind.state import KindState, all_layouts, remove_host_dirs
+from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.images.build import build_images
 from device_conformance.wait.kube import for_node_ready
 
 Log = Callable[[str], None]

@@ -9,11 +9,11 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.binaries import cache_root
 from device_conformance.errors import BadInput
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION, minimum_kind
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.process import run
+from device_conformance.toolchain.cache import cache_root
 
 _KIND_VERSION_RE = re.compile(r"kind v(\d+)\.(\d+)\.(\d+)")
 

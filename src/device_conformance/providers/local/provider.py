@@ -6,16 +6,17 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.binaries import cache_root, ensure_binaries
-from device_conformance.containerd_build import ensure_containerd
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.images.build import build_images
 from device_conformance.kube.client import Kube
 from device_conformance.node.local import LocalNode
 from device_conformance.providers.base import ClusterHandle
 from device_conformance.providers.local import host
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.leftovers import clean_leftovers
+from device_conformance.toolchain.binaries import ensure_binaries
+from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.containerd import ensure_containerd
+from device_conformance.toolchain.images.build import build_images
 from device_conformance.wait.kube import for_node_ready
 
 

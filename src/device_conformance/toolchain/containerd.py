@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.binaries import Progress, cache_root, ensure_cached
 from device_conformance.errors import BadInput
-from device_conformance.gobuild import go_binary, run_go
+from device_conformance.toolchain.cache import BinarySet, Progress, cache_root, ensure_cached
+from device_conformance.toolchain.gobuild import go_binary, run_go
 
 # 2.3 is an LTS line (RELEASES.md: supported to 2028-04-30); Kubernetes 1.36 lists 2.2.0+/2.3.0+.
 DEFAULT_VERSION = "v2.3.4"
@@ -28,14 +27,8 @@ SHIM_TAGS = "no_grpc"
 VERSION_RE = re.compile(r"^v?(2\.\d+\.\d+)$")
 
 
-@dataclass(frozen=True)
-class ContainerdBinaries:
-    version: str
-    directory: Path
-    source: str
-
-    def path(self, name: str) -> Path:
-        return self.directory / name
+# containerd versions are plain 'v'-prefixed strings (v2.3.4): no arithmetic is done on them.
+ContainerdBinaries = BinarySet[str]
 
 
 def wanted_version() -> str:
@@ -79,4 +72,4 @@ def ensure_containerd(version: str | None = None, *, progress: Progress = print)
             run_go(argv, staging, f"containerd {version}", progress, env=env)
         return "go install"
 
-    return ContainerdBinaries(version, cached, ensure_cached(cached, BINARIES, build, progress))
+    return BinarySet(version, cached, ensure_cached(cached, BINARIES, build, progress))
