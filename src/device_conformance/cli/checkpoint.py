@@ -20,8 +20,8 @@ from typing import Any, Literal
 import yaml
 
 from device_conformance.errors import BadInput
+from device_conformance.kubelet_state import allocresp, dra
 from device_conformance.kubelet_state import devicemanager as dm
-from device_conformance.kubelet_state import dra
 from device_conformance.kubelet_state.gojson import GoJSONError, object_shape, parse_json
 
 Kind = Literal["devicemanager", "dra"]
@@ -272,8 +272,8 @@ def _entry_doc(e: dm.PodDevicesEntry) -> dict[str, Any]:
         "alloc_resp_base64": None if e.alloc_resp is None else base64.b64encode(e.alloc_resp).decode(),
     }
     try:
-        out["alloc_resp"] = dataclasses.asdict(dm.decode_alloc_resp(e.alloc_resp))
-    except dm.ProtoError as exc:
+        out["alloc_resp"] = dataclasses.asdict(allocresp.decode_alloc_resp(e.alloc_resp))
+    except allocresp.ProtoError as exc:
         out["alloc_resp"] = None
         out["alloc_resp_error"] = f"{exc} (the kubelet skips this entry)"
     return out
@@ -442,8 +442,8 @@ def _spec_entry(raw: Any) -> dm.PodDevicesEntry:
     if "alloc_resp" in raw:
         alloc = None if raw["alloc_resp"] is None else base64.b64decode(raw["alloc_resp"])
     else:
-        alloc = dm.encode_alloc_resp(
-            dm.ContainerAllocateResponse(
+        alloc = allocresp.encode_alloc_resp(
+            allocresp.ContainerAllocateResponse(
                 envs={str(k): str(v) for k, v in (raw.get("envs") or {}).items()},
                 mounts=[_mount(m) for m in raw.get("mounts") or []],
                 annotations={str(k): str(v) for k, v in (raw.get("annotations") or {}).items()},
@@ -462,9 +462,9 @@ def _spec_entry(raw: Any) -> dm.PodDevicesEntry:
         raise BadInput(f"spec entry {raw!r} has no {exc}", "every entry needs pod_uid") from None
 
 
-def _mount(raw: Any) -> dm.Mount:
+def _mount(raw: Any) -> allocresp.Mount:
     try:
-        return dm.Mount(**raw)
+        return allocresp.Mount(**raw)
     except TypeError:
         raise BadInput(
             f"spec mount {raw!r} is not container_path/host_path/read_only",
