@@ -33,8 +33,8 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
     socket = str(node.host_path(podresources.DEFAULT_SOCKET))
 
     node.stop_kubelet()
-    node.start_kubelet(version=upgrade_from)
-    _kubelet_reports(kube, node.name, upgrade_from)
+    node.start_kubelet(binary=upgrade_from.binary, version=upgrade_from.version)
+    _kubelet_reports(kube, node.name, upgrade_from.version)
     wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=TIMEOUT)
     pod = make_pod("upgraded", ["sh", "-c", 'echo "devices=$DC_DEVICES"; exec sleep 86400'], resources={resource: 1})
     name = pod.metadata.name
@@ -45,7 +45,7 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
 
     node.stop_kubelet()
     node.start_kubelet()
-    _kubelet_reports(kube, node.name, str(kube_version))
+    _kubelet_reports(kube, node.name, kube_version)
     wait.for_node_ready(kube, node.name)
     wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=TIMEOUT)
 

@@ -21,21 +21,6 @@ def test_install_commands_build_daemon_ctr_and_shim_at_one_version():
         assert f"-X {MODULE}/version.Version=v2.3.4" in argv[argv.index("-ldflags") + 1]
 
 
-@pytest.mark.parametrize("value,expected", [("", "v2.3.4"), ("2.2.7", "v2.2.7"), ("v2.3.4", "v2.3.4")])
-def test_wanted_version_defaults_and_normalises(monkeypatch, value, expected):
-    monkeypatch.setattr(containerd_build, "DEFAULT_VERSION", "v2.3.4")
-    monkeypatch.setenv("CONTAINERD_VERSION", value)
-    assert containerd_build.wanted_version() == expected
-
-
-@pytest.mark.parametrize("value", ["1.7.28", "v2.3", "latest"])
-def test_a_version_that_is_not_containerd_2_is_refused_with_the_fix(monkeypatch, value):
-    monkeypatch.setenv("CONTAINERD_VERSION", value)
-    with pytest.raises(BadInput) as excinfo:
-        containerd_build.wanted_version()
-    assert value in excinfo.value.problem and "unset CONTAINERD_VERSION" in excinfo.value.fix
-
-
 def test_missing_go_toolchain_is_reported_when_containerd_must_be_built(monkeypatch, tmp_path):
     monkeypatch.setenv("DEVICE_CONFORMANCE_CACHE", str(tmp_path))
     monkeypatch.setattr(gobuild.shutil, "which", lambda _: None)

@@ -6,6 +6,7 @@ import signal
 from pathlib import Path
 from typing import Protocol
 
+from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.cri import Sandbox
 
 KUBELET_ROOT = Path("/var/lib/kubelet")
@@ -29,7 +30,7 @@ class NodeControl(Protocol):
         """SIGTERM and wait until the process is gone and healthz no longer answers."""
         ...
 
-    def start_kubelet(self, binary: Path | None = None, version: str | None = None) -> None:
+    def start_kubelet(self, binary: Path | None = None, version: KubeVersion | None = None) -> None:
         """Start (optionally another version's binary) and wait for healthz."""
         ...
 

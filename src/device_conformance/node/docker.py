@@ -21,7 +21,7 @@ from device_conformance.errors import BadInput, CommandError, ConformanceError
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.cri import Sandbox
-from device_conformance.toolchain.binaries import ensure_binaries
+from device_conformance.toolchain.binaries import KUBELET_ONLY, ensure_binaries
 from device_conformance.wait.core import Pending, until
 
 KUBELET_BINARY = "/usr/bin/kubelet"
@@ -95,16 +95,16 @@ class DockerNode:
             timeout=STOP_TIMEOUT,
         )
 
-    def start_kubelet(self, binary: Path | None = None, version: str | None = None) -> None:
+    def start_kubelet(self, binary: Path | None = None, version: KubeVersion | None = None) -> None:
         """Start the kubelet; with `binary`/`version`, that kubelet replaces the node's (docker cp).
 
         Without either, the node's own kubelet (and config) is put back if another one was swapped in."""
         if self.kubelet_pid():
             raise ConformanceError("start_kubelet: the kubelet is already running; stop it first")
         if version is not None and binary is None:
-            binary = ensure_binaries(KubeVersion.parse(version)).path("kubelet")
+            binary = ensure_binaries(version, components=KUBELET_ONLY).path("kubelet")
         if binary is not None:
-            self._swap_kubelet(binary, KubeVersion.parse(version) if version else None)
+            self._swap_kubelet(binary, version)
         else:
             self._restore_kubelet()
         self.exec(["systemctl", "start", "kubelet"])

@@ -11,7 +11,7 @@ from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.cri import CRIClient, Sandbox
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS
-from device_conformance.toolchain.binaries import ensure_binaries
+from device_conformance.toolchain.binaries import KUBELET_ONLY, ensure_binaries
 from device_conformance.wait.core import Pending, until
 
 STOP_TIMEOUT = 60
@@ -52,12 +52,12 @@ class LocalNode:
             timeout=STOP_TIMEOUT,
         )
 
-    def start_kubelet(self, binary: Path | None = None, version: str | None = None) -> None:
+    def start_kubelet(self, binary: Path | None = None, version: KubeVersion | None = None) -> None:
         if self.cluster.kubelet().alive():
             raise ConformanceError("start_kubelet: the kubelet is already running; stop it first")
         if version is not None and binary is None:
-            binary = ensure_binaries(KubeVersion.parse(version)).path("kubelet")
-        self.cluster.start_kubelet(binary, KubeVersion.parse(version) if version else None)
+            binary = ensure_binaries(version, components=KUBELET_ONLY).path("kubelet")
+        self.cluster.start_kubelet(binary, version)
         self.wait_kubelet_healthy()
 
     def restart_kubelet(self) -> None:
@@ -75,7 +75,7 @@ class LocalNode:
         # We are the kubelet's supervisor; like systemd's Restart=always we start it again.
         self.start_kubelet(*self._current_binary())
 
-    def _current_binary(self) -> tuple[Path, str]:
+    def _current_binary(self) -> tuple[Path, KubeVersion]:
         argv = self.cluster.kubelet().argv
         binary = next(Path(arg) for arg in argv if arg.endswith("/kubelet"))
         return binary, self.cluster.kubelet_version

@@ -13,6 +13,7 @@ from device_conformance.pytest_plugin.markers import MARKERS
 from device_conformance.pytest_plugin.options import add_options
 
 FIXTURE_MODULES = (
+    "device_conformance.fixtures.session",
     "device_conformance.fixtures.cluster",
     "device_conformance.fixtures.pods",
     "device_conformance.fixtures.device_plugins",
@@ -20,6 +21,7 @@ FIXTURE_MODULES = (
     "device_conformance.pytest_plugin.report",
     "device_conformance.pytest_plugin.xdist_groups",
     "device_conformance.pytest_plugin.provider_preflight",
+    "device_conformance.pytest_plugin.header",
 )
 
 

@@ -8,7 +8,6 @@ runc stays Debian's.
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -31,15 +30,13 @@ VERSION_RE = re.compile(r"^v?(2\.\d+\.\d+)$")
 ContainerdBinaries = BinarySet[str]
 
 
-def wanted_version() -> str:
-    """CONTAINERD_VERSION from the environment (e.g. v2.2.7), else the default; always 'v'-prefixed."""
-    value = os.environ.get("CONTAINERD_VERSION") or DEFAULT_VERSION
-    match = VERSION_RE.match(value)
+def release(text: str) -> str:
+    """A containerd 2.x release as written by a user (2.2.7 or v2.2.7), always 'v'-prefixed."""
+    match = VERSION_RE.match(text.strip())
     if match is None:
         raise BadInput(
-            f"CONTAINERD_VERSION={value} is not a containerd 2.x release",
-            f"use a version like {DEFAULT_VERSION} (v2.2.1+ or v2.3.x build with `go install`), "
-            "or unset CONTAINERD_VERSION",
+            f"{text!r} is not a containerd 2.x release",
+            f"use a version like {DEFAULT_VERSION} (v2.2.1+ or v2.3.x build with `go install`)",
         )
     return "v" + match.group(1)
 
@@ -58,10 +55,15 @@ def install_commands(go: str, version: str) -> list[list[str]]:
     ]
 
 
-def ensure_containerd(version: str | None = None, *, progress: Progress = print) -> ContainerdBinaries:
-    """containerd, its runc shim and ctr of `version`, built from the Go module proxy when not cached."""
-    version = version or wanted_version()
-    cached = cache_root() / "containerd" / version
+def containerd_dir(version: str) -> Path:
+    """The cache entry of containerd `version`."""
+    return cache_root() / "containerd" / version
+
+
+def ensure_containerd(version: str = DEFAULT_VERSION, *, progress: Progress = print) -> ContainerdBinaries:
+    """containerd, its runc shim and ctr of `version` (see release()), built from the Go module proxy when
+    not cached."""
+    cached = containerd_dir(version)
 
     def build(staging: Path) -> str:
         go = go_binary(f"containerd {version} binaries", alternative=None)

@@ -49,6 +49,7 @@ class LocalCluster:
         self.pki = Pki(layout.pki)
         self.ports = ports.Ports(**state.ports)
         self.settings = settings_for(binaries.version)
+        self._kubelet_version: KubeVersion | None = None
 
     # ---- bring-up -------------------------------------------------------------------------
     @classmethod
@@ -216,8 +217,9 @@ class LocalCluster:
         return self.layout.config_dir / "kubelet.yaml"
 
     @property
-    def kubelet_version(self) -> str:
-        return self.state.processes.get("kubelet", {}).get("version") or self.state.k8s_version
+    def kubelet_version(self) -> KubeVersion:
+        """The version of the kubelet running now (another one while an upgrade test swapped it in)."""
+        return self._kubelet_version or self.binaries.version
 
     def start_kubelet(self, binary: Path | None = None, version: KubeVersion | None = None) -> ProcessRecord:
         """Start the kubelet (by default this cluster's own binary); `version` picks the config rules."""
@@ -241,7 +243,8 @@ class LocalCluster:
             settings,
         )
         process = self._start("kubelet", argv, in_node=True)
-        self.state.processes["kubelet"]["version"] = str(version or self.binaries.version)
+        self._kubelet_version = version or self.binaries.version
+        self.state.processes["kubelet"]["version"] = str(self._kubelet_version)  # for people reading state.json
         self.state.save(self.layout)
         return process
 
