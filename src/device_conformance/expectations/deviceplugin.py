@@ -18,13 +18,13 @@ V1_CHECKPOINT_ON_RESTART = Behaviour(
         # 1.23 (backported to 1.20-1.22 in Dec 2021): falls back to the v1 reader (PR #102882).
         Since(23, REJECTED_UNTIL_REGISTERED, "kubernetes#102882"),
         # 1.30: v1 support removed; "the kubelet is no longer able to recover from device manager state
-        # file older than 1.20" (PR #123398, api-facts §5.8).
+        # file older than 1.20" (PR #123398).
         Since(30, ADMITTED_WITHOUT_DEVICES, "kubernetes#123398"),
     ),
 )
 
-# A kubelet_internal_checkpoint whose checksum does not match: every version logs
-# "Continue after failing to read checkpoint file" and starts with empty state (api-facts §5.8).
+# A kubelet_internal_checkpoint whose checksum does not match: every version logs "Continue after failing
+# to read checkpoint file" and starts with empty state (pkg/kubelet/cm/devicemanager/manager.go).
 CORRUPT_CHECKPOINT_ON_RESTART = Behaviour(
     "checkpoint with a wrong checksum read at kubelet start",
     (Since(20, ADMITTED_WITHOUT_DEVICES, "pkg/kubelet/cm/devicemanager/manager.go: any read error is only logged"),),

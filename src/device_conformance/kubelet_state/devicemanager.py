@@ -1,8 +1,9 @@
 """The device manager's checkpoint, ``/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint``.
 
-Reads a file the way the kubelet's Go code does (api-facts 5.5, 5.8), computes the checksum it
-would compute (FNV-1a-32 over go-spew ``%#v`` of ``Data``; 5.3), and writes files byte for byte
-like a kubelet's ``json.Marshal``. Two on-disk formats:
+Reads a file the way the kubelet's Go code does (pkg/kubelet/cm/devicemanager/checkpoint), computes the
+checksum it would compute (FNV-1a-32 over go-spew ``%#v`` of ``Data``;
+pkg/kubelet/checkpointmanager/checksum), and writes files byte for byte like a
+kubelet's ``json.Marshal``. Two on-disk formats:
 
 - V2 (1.20+): ``DeviceIDs`` is a map NUMA node -> IDs (``checkpoint.DevicesPerNUMA``);
 - V1 (1.11-1.19): ``DeviceIDs`` is a flat list; hashed with the 1.19 type names.
@@ -247,7 +248,7 @@ class ParsedCheckpoint:
         return FORMAT_LABELS.get(self.format or "", "unknown")
 
     def readable_by(self, minor: int) -> bool:
-        """Whether a kubelet 1.<minor> restores this file (api-facts 5.8)."""
+        """Whether a kubelet 1.<minor> restores this file (PRs #102882, #106253, #123398)."""
         if minor <= 19:
             return self.v1_ok
         if minor <= 22:

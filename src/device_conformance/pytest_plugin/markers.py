@@ -1,4 +1,4 @@
-"""The one marker registry (names other tools rely on: see ../shared/README.md)."""
+"""The one marker registry (names other tools rely on: CI's and users' -m expressions)."""
 
 MARKERS = {
     "smoke": "seconds-long proof of the chain: cluster up, pods run, kubelet restarts",

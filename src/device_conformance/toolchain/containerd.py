@@ -15,11 +15,11 @@ from device_conformance.errors import BadInput
 from device_conformance.toolchain.cache import BinarySet, Progress, cache_root, ensure_cached
 from device_conformance.toolchain.gobuild import go_binary, run_go
 
-# 2.3 is an LTS line (RELEASES.md: supported to 2028-04-30); Kubernetes 1.36 lists 2.2.0+/2.3.0+.
+# 2.3 is an LTS line (containerd's RELEASES.md: supported to 2028-04-30); Kubernetes 1.36 lists 2.2.0+/2.3.0+.
 DEFAULT_VERSION = "v2.3.4"
 MODULE = "github.com/containerd/containerd/v2"
 BINARIES = ("containerd", "containerd-shim-runc-v2", "ctr")
-# BUILDING.md: these snapshotters need cgo or kernel headers, and we use overlayfs. The shim is built
+# containerd's BUILDING.md: these snapshotters need cgo or kernel headers, and we use overlayfs. The shim is built
 # the way upstream's Makefile builds it (SHIM_CGO_ENABLED=0, tag no_grpc).
 DAEMON_TAGS = "no_btrfs,no_devmapper,no_zfs"
 SHIM_TAGS = "no_grpc"
