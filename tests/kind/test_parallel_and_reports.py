@@ -100,7 +100,7 @@ REPORT_CONFTEST = """
                              k8s_version=KubeVersion(1, 37, 1), collect_logs=collect)
 """
 REPORT_TEST = """
-    from device_conformance.pytest_plugin.report import attach_on_failure
+    from device_conformance.fixtures.reports import attach_on_failure
 
     def test_fails(cluster, request):
         attach_on_failure(request.node, "fake device plugin x call log", lambda: "Allocate dev-0")
