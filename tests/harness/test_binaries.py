@@ -73,3 +73,20 @@ def test_concurrent_fills_of_one_entry_build_once(monkeypatch, tmp_path):
     for thread in threads:
         thread.join()
     assert len(fills) == 1 and sorted(sources) == ["built", "cache"]
+
+
+def test_setup_builds_only_the_kubelet_of_upgrade_from(monkeypatch, capsys):
+    from device_conformance.cli import cluster
+    from device_conformance.settings import resolve
+
+    asked = []
+
+    def ensure(version, *, components, progress):
+        asked.append((version, tuple(components)))
+        return cache.BinarySet(version, cache.cache_root() / "x", "cache")
+
+    monkeypatch.setattr(cluster, "ensure_binaries", ensure)
+    cluster._ensure_upgrade_kubelet(resolve({}, {}))
+    assert asked == [(KubeVersion(1, 36, 4), ("kubelet",))]
+    cluster._ensure_upgrade_kubelet(resolve({}, {"UPGRADE_FROM": "1.35.8"}))
+    assert len(asked) == 1 and "1.35.8 is not one minor below 1.37.1" in capsys.readouterr().out

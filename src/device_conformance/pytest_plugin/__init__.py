@@ -1,6 +1,7 @@
-"""The pytest plugin (entry point pytest11): options, markers, fixtures, failure reports.
+"""The pytest plugin (entry point pytest11): options, markers, fixtures, report header, failure reports.
 
-It stays inert until a test asks for the `cluster` fixture, so `pytest tests/` needs no cluster.
+It prepares nothing until a collected test uses the `cluster` fixture, so `pytest tests/` needs no
+cluster and builds nothing; the report header only says what a cluster run would use.
 """
 
 from __future__ import annotations
