@@ -15,12 +15,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from device_conformance.binaries import cache_root
-from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
+from device_conformance.expectations.versions import KubeVersion
 from device_conformance.fakes.device_plugin import DeviceConfig, DevicePluginConfig, DevicePluginHandle
 from device_conformance.kube import pods
 from device_conformance.kube.client import Kube
 from device_conformance.providers.local.provider import LocalProvider
+from device_conformance.settings import KNOBS, resolve
+from device_conformance.toolchain.cache import cache_root
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import until
 
@@ -93,16 +94,17 @@ def bench(version: KubeVersion, repeats: int) -> dict[str, list[float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--k8s-version", default=DEFAULT_K8S_VERSION)
+    parser.add_argument("--k8s-version", help=KNOBS["k8s_version"].help_text())
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
-    results = bench(KubeVersion.parse(args.k8s_version), args.repeats)
+    version = resolve({"k8s_version": args.k8s_version, "provider": "local"}).k8s_version.value
+    results = bench(version, args.repeats)
     print(f"{'measurement':40} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, values in results.items():
         print(f"{name:40} {len(values):3} {statistics.median(values):9.2f} {min(values):7.2f} {max(values):7.2f}")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"bench-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    out.write_text(json.dumps({"k8s_version": args.k8s_version, "seconds": results}, indent=1))
+    out.write_text(json.dumps({"k8s_version": str(version), "seconds": results}, indent=1))
     print(f"wrote {out}")
 
 

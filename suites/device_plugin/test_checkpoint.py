@@ -18,7 +18,7 @@ from device_conformance.expectations.deviceplugin import (
 )
 from device_conformance.fakes.device_plugin import AllocateConfig
 from device_conformance.kube import pods
-from device_conformance.kubelet_state import devicemanager
+from device_conformance.kubelet_state import allocresp, devicemanager
 from device_conformance.wait import kube as wait
 from device_conformance.wait import podresources as wait_podresources
 from device_conformance.wait.core import Pending, until
@@ -56,7 +56,7 @@ def test_kubelets_checkpoint_verifies_and_records_the_allocation(node, allocated
     assert parsed.stored_checksum == parsed.computed_checksum
     entries = [e for e in parsed.checkpoint.entries or [] if e.pod_uid == pod.metadata.uid]
     assert [(e.container_name, e.resource_name, e.devices()) for e in entries] == [("main", resource, device)]
-    assert devicemanager.decode_alloc_resp(entries[0].alloc_resp).envs == {"DC_DEVICES": device[0]}
+    assert allocresp.decode_alloc_resp(entries[0].alloc_resp).envs == {"DC_DEVICES": device[0]}
     assert sorted(parsed.checkpoint.registered_devices[resource]) == ["dev-0", "dev-1"]
 
     cli = [sys.executable, "-m", "device_conformance.cli", "checkpoint", "verify", str(node.host_path(CHECKPOINT))]

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 
 import pytest
 from device_conformance.fixtures.device_plugins import call_log, start_plugin, stop_plugins
+from device_conformance.fixtures.reports import attach_on_failure
 
 from device_conformance import podresources
 from device_conformance.expectations.deviceplugin import ENDPOINT_STOP_GRACE_SECONDS
 from device_conformance.fakes.device_plugin import DevicePluginHandle
 from device_conformance.kube import nodes, pods
-from device_conformance.pytest_plugin.report import attach_on_failure
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Abort, Pending, until
 

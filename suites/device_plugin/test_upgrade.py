@@ -4,8 +4,6 @@ checkpoint, the current kubelet starts on the same state."""
 import pytest
 
 from device_conformance import podresources
-from device_conformance.binaries import ensure_binaries
-from device_conformance.expectations.versions import KubeVersion
 from device_conformance.fakes.device_plugin import AllocateConfig
 from device_conformance.kube import nodes, pods
 from device_conformance.kubelet_state import devicemanager
@@ -34,10 +32,9 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
     resource = plugin.config.resource_name
     socket = str(node.host_path(podresources.DEFAULT_SOCKET))
 
-    previous = KubeVersion.parse(upgrade_from)
     node.kubelet.stop()
-    node.kubelet.start(ensure_binaries(previous).path("kubelet"), previous)
-    _kubelet_reports(kube, node.name, upgrade_from)
+    node.kubelet.start(binary=upgrade_from.binary, version=upgrade_from.version)
+    _kubelet_reports(kube, node.name, upgrade_from.version)
     wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=TIMEOUT)
     pod = make_pod("upgraded", ["sh", "-c", 'echo "devices=$DC_DEVICES"; exec sleep 86400'], resources={resource: 1})
     name = pod.metadata.name
@@ -48,7 +45,7 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
 
     node.kubelet.stop()
     node.kubelet.start()
-    _kubelet_reports(kube, node.name, str(kube_version))
+    _kubelet_reports(kube, node.name, kube_version)
     wait.for_node_ready(kube, node.name)
     wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=TIMEOUT)
 

@@ -4,7 +4,6 @@ by default from 1.36) in the pod's containerStatuses[].allocatedResourcesStatus.
 import pytest
 
 from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT
-from device_conformance.expectations.versions import KubeVersion
 from device_conformance.kube import pods
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until
@@ -28,7 +27,7 @@ def device_health(kube, namespace, name):
 
 
 def test_health_updates_reach_the_pod_status(kube, namespace, cluster, dra_driver, dra_objects):
-    if not KubeVersion.parse(cluster.k8s_version).at_least(36):
+    if not cluster.k8s_version.at_least(36):
         pytest.skip("ResourceHealthStatus is on by default from 1.36 (beta); the suite does not turn it on before")
     driver = dra_driver(devices=("dev-0",), health_service=True)
     pod = dra_objects.pod("health", template=dra_objects.template(driver.config.driver_name))

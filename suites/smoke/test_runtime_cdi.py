@@ -8,10 +8,10 @@ import json
 import uuid
 
 import pytest
+from device_conformance.fixtures.reports import attach_on_failure
 
 from device_conformance.fakes.device_plugin import AllocateConfig
 from device_conformance.kube import pods
-from device_conformance.pytest_plugin.report import attach_on_failure
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until
 

@@ -8,7 +8,6 @@ from datetime import datetime
 import pytest
 
 from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT, has_none_taint_effect
-from device_conformance.expectations.versions import KubeVersion
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
@@ -92,7 +91,7 @@ def test_noexecute_device_taint_rule_evicts_the_pod(kube, namespace, dra_driver,
     rule = dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name, device=device)
     assert_evicted(kube, namespace, pod.metadata.name)
     assert not_evicted(kube, namespace, bystander.metadata.name) is None, "the other device is not tainted"
-    if has_none_taint_effect(KubeVersion.parse(cluster.k8s_version)):  # rule status exists from 1.35
+    if has_none_taint_effect(cluster.k8s_version):  # rule status exists from 1.35
 
         def completed(obj):
             conds = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
@@ -144,7 +143,7 @@ def test_removing_the_taint_first_cancels_the_eviction(kube, namespace, dra_driv
 
 
 def test_effect_none_only_reports_in_the_rule_status(kube, namespace, dra_driver, dra_objects, cluster):
-    if not has_none_taint_effect(KubeVersion.parse(cluster.k8s_version)):
+    if not has_none_taint_effect(cluster.k8s_version):
         pytest.skip("effect None and DeviceTaintRule status come with 1.35 (kubernetes#134152)")
     driver = dra_driver(devices=("dev-0", "dev-1"))
     pod, _ = running_pod(kube, namespace, dra_objects, driver)

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance import binaries
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.local import host, leftovers, ports
 from device_conformance.providers.local.layout import RunLayout
+from device_conformance.toolchain import binaries, cache
 
 
 def test_not_root_is_refused_with_the_fix(monkeypatch):
@@ -60,15 +60,15 @@ def test_user_bin_dir_without_binaries_names_what_is_missing(tmp_path):
 def test_corrupt_cached_binary_is_detected_by_its_checksum(tmp_path):
     for name in binaries.COMPONENTS:
         (tmp_path / name).write_bytes(name.encode())
-    binaries.write_manifest(tmp_path, binaries.COMPONENTS)
-    assert binaries.verify_manifest(tmp_path, binaries.COMPONENTS) is None
+    cache.write_manifest(tmp_path, binaries.COMPONENTS)
+    assert cache.verify_manifest(tmp_path, binaries.COMPONENTS) is None
     (tmp_path / "kubelet").write_bytes(b"truncated")
-    assert "kubelet does not match its recorded sha256" in binaries.verify_manifest(tmp_path, binaries.COMPONENTS)
+    assert "kubelet does not match its recorded sha256" in cache.verify_manifest(tmp_path, binaries.COMPONENTS)
 
 
 def test_half_written_cache_without_manifest_is_not_trusted(tmp_path):
     (tmp_path / "kubelet").write_bytes(b"x")
-    assert binaries.verify_manifest(tmp_path, binaries.COMPONENTS) == "no checksum manifest"
+    assert cache.verify_manifest(tmp_path, binaries.COMPONENTS) == "no checksum manifest"
 
 
 def test_run_left_by_a_crashed_session_is_cleaned(monkeypatch, tmp_path, capsys):

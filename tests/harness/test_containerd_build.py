@@ -3,8 +3,9 @@ import json
 
 import pytest
 
-from device_conformance import binaries, containerd_build, gobuild
 from device_conformance.errors import BadInput
+from device_conformance.toolchain import cache, gobuild
+from device_conformance.toolchain import containerd as containerd_build
 
 MODULE = "github.com/containerd/containerd/v2"
 
@@ -18,21 +19,6 @@ def test_install_commands_build_daemon_ctr_and_shim_at_one_version():
     assert shim[-1] == f"{MODULE}/cmd/containerd-shim-runc-v2@v2.3.4"
     for argv in (daemon, shim):
         assert f"-X {MODULE}/version.Version=v2.3.4" in argv[argv.index("-ldflags") + 1]
-
-
-@pytest.mark.parametrize("value,expected", [("", "v2.3.4"), ("2.2.7", "v2.2.7"), ("v2.3.4", "v2.3.4")])
-def test_wanted_version_defaults_and_normalises(monkeypatch, value, expected):
-    monkeypatch.setattr(containerd_build, "DEFAULT_VERSION", "v2.3.4")
-    monkeypatch.setenv("CONTAINERD_VERSION", value)
-    assert containerd_build.wanted_version() == expected
-
-
-@pytest.mark.parametrize("value", ["1.7.28", "v2.3", "latest"])
-def test_a_version_that_is_not_containerd_2_is_refused_with_the_fix(monkeypatch, value):
-    monkeypatch.setenv("CONTAINERD_VERSION", value)
-    with pytest.raises(BadInput) as excinfo:
-        containerd_build.wanted_version()
-    assert value in excinfo.value.problem and "unset CONTAINERD_VERSION" in excinfo.value.fix
 
 
 def test_missing_go_toolchain_is_reported_when_containerd_must_be_built(monkeypatch, tmp_path):
@@ -60,7 +46,7 @@ def test_cached_containerd_is_reused_and_a_corrupt_one_rebuilt(monkeypatch, tmp_
     monkeypatch.setattr(containerd_build, "go_binary", lambda *a, **k: "/usr/bin/go")
     first = containerd_build.ensure_containerd("v2.3.4", progress=lambda _: None)
     assert first.source == "go install" and len(builds) == 2
-    manifest = json.loads((first.directory / binaries.MANIFEST).read_text())
+    manifest = json.loads((first.directory / cache.MANIFEST).read_text())
     assert manifest["ctr"] == hashlib.sha256(b"ctr").hexdigest()
     assert containerd_build.ensure_containerd("v2.3.4", progress=lambda _: None).source == "cache"
     first.path("containerd").write_bytes(b"truncated")

@@ -1,8 +1,8 @@
 import pytest
 
-from device_conformance import gobuild
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.toolchain import gobuild
 
 KUBERNETES_GOMOD = """module k8s.io/kubernetes
 

@@ -13,7 +13,7 @@ from kubernetes import client
 
 from device_conformance import timeouts
 from device_conformance.errors import ConformanceError
-from device_conformance.kube.handles import ClaimPodHandle, NodeResource, PodHandle
+from device_conformance.handles import ClaimPodHandle, NodeResource, PodHandle
 from device_conformance.podresources import DEFAULT_SOCKET
 from device_conformance.protos.podresources.v1 import api_pb2 as pb
 from device_conformance.protos.podresources.v1 import api_pb2_grpc as pb_grpc

@@ -7,8 +7,8 @@ import pytest
 from cryptography import x509
 
 from device_conformance.errors import WaitTimeout
-from device_conformance.images.oci import Layer, write_oci_tarball
 from device_conformance.providers.local.pki import generate_pki
+from device_conformance.toolchain.images.oci import Layer, write_oci_tarball
 from device_conformance.wait.core import Abort, Pending, stays, until
 
 

@@ -18,9 +18,33 @@ def test_parse_rejects_non_release_versions_with_the_fix(text):
     assert "MAJOR.MINOR.PATCH" in excinfo.value.fix
 
 
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("v1.37.1", (1, 37, 1)),
+        ("v1.37.1-gke.100", (1, 37, 1)),
+        ("v1.36.4+k3s1", (1, 36, 4)),
+        ("1.38.0-alpha.1", (1, 38, 0)),
+    ],
+)
+def test_reported_versions_keep_their_release_part(text, expected):
+    assert KubeVersion.from_reported(text) == KubeVersion(*expected)
+
+
+def test_a_reported_version_that_is_not_one_is_refused():
+    with pytest.raises(BadInput, match="'latest'"):
+        KubeVersion.from_reported("latest")
+
+
+def test_previous_minor():
+    assert KubeVersion(1, 36, 4).previous_minor_of(KubeVersion(1, 37, 1))
+    assert not KubeVersion(1, 35, 4).previous_minor_of(KubeVersion(1, 37, 1))
+    assert not KubeVersion(1, 37, 0).previous_minor_of(KubeVersion(1, 37, 1))
+
+
 def test_versions_order_numerically():
     assert KubeVersion.parse("1.9.0") < KubeVersion.parse("1.10.0") < KubeVersion.parse("1.37.1")
-    assert KubeVersion.parse(DEFAULT_K8S_VERSION).at_least(37)
+    assert DEFAULT_K8S_VERSION.at_least(37)
 
 
 def test_cgroup_v1_override_only_from_1_35():

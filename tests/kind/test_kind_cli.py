@@ -11,15 +11,15 @@ import uuid
 import pytest
 import yaml
 
-from device_conformance.binaries import cache_root
 from device_conformance.errors import ConformanceError
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.images.build import PAUSE_IMAGE, WORKLOAD_IMAGE, build_images
 from device_conformance.providers.kind.cli import KindCLI
 from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout
 from device_conformance.providers.kind.provider import KindProvider
 from device_conformance.providers.kind.state import KindState
 from device_conformance.providers.kind.tools import find_kind
+from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.images.build import PAUSE_IMAGE, WORKLOAD_IMAGE, build_images
 
 pytestmark = [pytest.mark.kind, pytest.mark.docker]
 

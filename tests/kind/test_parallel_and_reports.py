@@ -87,6 +87,7 @@ def test_cluster_names_are_per_run_and_worker(monkeypatch):
 REPORT_CONFTEST = """
     from pathlib import Path
     import pytest
+    from device_conformance.expectations.versions import KubeVersion
     from device_conformance.providers.base import ClusterHandle
 
     def collect(target):
@@ -95,11 +96,11 @@ REPORT_CONFTEST = """
 
     @pytest.fixture(scope="session")
     def cluster():
-        return ClusterHandle(name="stand-in", provider="kind", kubeconfig=Path("/dev/null"), k8s_version="1.37.1",
-                             collect_logs=collect)
+        return ClusterHandle(name="stand-in", provider="kind", kubeconfig=Path("/dev/null"),
+                             k8s_version=KubeVersion(1, 37, 1), collect_logs=collect)
 """
 REPORT_TEST = """
-    from device_conformance.pytest_plugin.report import attach_on_failure
+    from device_conformance.fixtures.reports import attach_on_failure
 
     def test_fails(cluster, request):
         attach_on_failure(request.node, "fake device plugin x call log", lambda: "Allocate dev-0")

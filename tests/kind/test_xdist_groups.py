@@ -16,6 +16,7 @@ CONFTEST = """
     from pathlib import Path
     import pytest
     import device_conformance.providers.kind.preflight
+    from device_conformance.expectations.versions import KubeVersion
     from device_conformance.providers.base import ClusterHandle
 
     # The stand-in cluster needs no Docker or kind: skip the controller's kind preflight.
@@ -23,7 +24,8 @@ CONFTEST = """
 
     @pytest.fixture(scope="session")
     def cluster():
-        return ClusterHandle(name="stand-in", provider="existing", kubeconfig=Path("/dev/null"), k8s_version="1.37.1")
+        return ClusterHandle(name="stand-in", provider="existing", kubeconfig=Path("/dev/null"),
+                             k8s_version=KubeVersion(1, 37, 1))
 
     @pytest.fixture
     def record(request):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from device_conformance.kubelet_state import allocresp
 from device_conformance.kubelet_state import devicemanager as dm
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "devicemanager_go_vectors.json").read_text())
@@ -174,7 +175,7 @@ def test_encoders_refuse_the_other_formats_device_ids():
 
 
 def test_forged_checkpoint_round_trips():
-    alloc = dm.encode_alloc_resp(dm.ContainerAllocateResponse(envs={"GPU": "0"}))
+    alloc = allocresp.encode_alloc_resp(allocresp.ContainerAllocateResponse(envs={"GPU": "0"}))
     cp = dm.Checkpoint(
         [dm.PodDevicesEntry("uid", "main", "example.com/gpu", {dm.NO_TOPOLOGY: ["g0"], 1: ["g1"]}, alloc)],
         {"example.com/gpu": ["g0", "g1"]},
@@ -188,22 +189,24 @@ def test_forged_checkpoint_round_trips():
 
 
 def test_alloc_resp_of_the_facts_vector_decodes_to_env_k_v():
-    resp = dm.decode_alloc_resp(base64.b64decode("CgYKAUsSAVY="))
-    assert resp == dm.ContainerAllocateResponse(envs={"K": "V"})
-    assert dm.encode_alloc_resp(resp) == bytes.fromhex("0a060a014b120156")
-    assert dm.decode_alloc_resp(None) == dm.decode_alloc_resp(b"") == dm.ContainerAllocateResponse()
+    resp = allocresp.decode_alloc_resp(base64.b64decode("CgYKAUsSAVY="))
+    assert resp == allocresp.ContainerAllocateResponse(envs={"K": "V"})
+    assert allocresp.encode_alloc_resp(resp) == bytes.fromhex("0a060a014b120156")
+    assert (
+        allocresp.decode_alloc_resp(None) == allocresp.decode_alloc_resp(b"") == allocresp.ContainerAllocateResponse()
+    )
 
 
 def test_alloc_resp_all_fields_round_trip():
     vector = next(v for v in GO if v["name"] == "w2_rich_allocresp_multi_pod")
     raw = dm.parse(_bytes(vector)).checkpoint.entries[0].alloc_resp
-    resp = dm.decode_alloc_resp(raw)
+    resp = allocresp.decode_alloc_resp(raw)
     assert resp.envs == {"A": "1", "B": "2"}
-    assert resp.mounts == [dm.Mount("/dev/x", "/host/x", True)]
-    assert resp.devices == [dm.DeviceSpec("/dev/d", "/dev/d", "rw")]
+    assert resp.mounts == [allocresp.Mount("/dev/x", "/host/x", True)]
+    assert resp.devices == [allocresp.DeviceSpec("/dev/d", "/dev/d", "rw")]
     assert resp.annotations == {"a": "b"}
     assert resp.cdi_devices == ["vendor.com/gpu=g0"]
-    assert dm.encode_alloc_resp(resp) == raw
+    assert allocresp.encode_alloc_resp(resp) == raw
 
 
 @pytest.mark.parametrize(
@@ -216,10 +219,10 @@ def test_alloc_resp_all_fields_round_trip():
     ],
 )
 def test_undecodable_alloc_resp_raises(raw, message):
-    with pytest.raises(dm.ProtoError, match=message):
-        dm.decode_alloc_resp(raw)
+    with pytest.raises(allocresp.ProtoError, match=message):
+        allocresp.decode_alloc_resp(raw)
 
 
 def test_alloc_resp_skips_unknown_fields():
     raw = bytes.fromhex("0a060a014b120156") + b"\x78\x05" + b"\x81\x01" + bytes(8)  # field 15 varint, 16 fixed64
-    assert dm.decode_alloc_resp(raw).envs == {"K": "V"}
+    assert allocresp.decode_alloc_resp(raw).envs == {"K": "V"}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 
-from device_conformance.binaries import cache_root, ensure_binaries
-from device_conformance.containerd_build import ensure_containerd
 from device_conformance.errors import BadInput
-from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, PREVIOUS_MINOR_VERSION, KubeVersion
-from device_conformance.images.build import build_images
+from device_conformance.settings import KNOBS, Settings, resolve
+from device_conformance.toolchain.binaries import KUBELET_ONLY, ensure_binaries
+from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.containerd import ensure_containerd
+from device_conformance.toolchain.images.build import build_images
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,9 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     setup.add_argument("--no-packages", action="store_true", help="do not apt-get install missing packages")
     setup.add_argument(
         "--provider",
-        default=os.environ.get("PROVIDER") or "local",
         help="what to set up for: local (packages, Kubernetes binaries, images) or kind (Docker engine, kind, "
-        "images); env PROVIDER",
+        "images); env PROVIDER, default local",
     )
     setup.set_defaults(func=_setup)
 
@@ -41,57 +40,62 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _version_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--k8s-version",
-        default=os.environ.get("K8S_VERSION") or DEFAULT_K8S_VERSION,
-        help=f"Kubernetes version (env K8S_VERSION; default {DEFAULT_K8S_VERSION})",
-    )
+    parser.add_argument("--k8s-version", help=KNOBS["k8s_version"].help_text())
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return resolve({"k8s_version": args.k8s_version, "provider": getattr(args, "provider", None)})
 
 
 def _setup(args: argparse.Namespace) -> int:
-    if args.provider == "kind":
+    settings = _settings(args)
+    version = settings.k8s_version.value
+    if settings.provider.value == "kind":
         from device_conformance.providers.kind.setup import setup_kind
 
-        return setup_kind(KubeVersion.parse(args.k8s_version), install_packages=not args.no_packages)
-    if args.provider not in ("local", "auto", ""):
-        raise BadInput(f"setup knows the local and kind providers, not {args.provider!r}", "use --provider local|kind")
+        return setup_kind(version, install_packages=not args.no_packages)
+    if settings.provider.value == "existing":
+        # As `make setup PROVIDER=existing`: the cluster is there already (also when auto picked it).
+        print(f"provider existing ({settings.provider.source}): nothing to set up")
+        return 0
     from device_conformance.providers.local import host
 
-    version = KubeVersion.parse(args.k8s_version)
     if not args.no_packages:
         if os.geteuid() != 0 and host.missing_packages():
             host.preflight()  # raises the "needs root" error with its fix
         installed = host.install_missing_packages()
         print(f"Debian packages: {'installed ' + ', '.join(installed) if installed else 'all present'}")
-    binaries = ensure_binaries(version, user_dir=_bin_dir(), progress=print)
+    binaries = ensure_binaries(version, user_dir=settings.k8s_bin_dir.value, progress=print)
     print(f"Kubernetes {version.tag}: {binaries.directory} ({binaries.source})")
-    _ensure_upgrade_kubelet(version)
-    containerd = ensure_containerd(progress=print)
+    _ensure_upgrade_kubelet(settings)
+    containerd = ensure_containerd(settings.containerd_version.value, progress=print)
     print(f"containerd {containerd.version}: {containerd.directory} ({containerd.source})")
     for image in build_images(cache_root() / "images"):
         print(f"image {image.name}: {image.tarball}")
     return 0
 
 
-def _ensure_upgrade_kubelet(version: KubeVersion) -> None:
-    """The upgrade tests' starting kubelet (one minor below), so a fresh machine has it before the suite."""
-    previous = KubeVersion.parse(os.environ.get("UPGRADE_FROM") or PREVIOUS_MINOR_VERSION)
-    if (previous.major, previous.minor) != (version.major, version.minor - 1):
+def _ensure_upgrade_kubelet(settings: Settings) -> None:
+    """The upgrade tests' starting kubelet (one minor below), so a fresh machine has it before the suite.
+
+    Only the kubelet: upgrade tests swap the kubelet alone, and it builds several times faster than all four."""
+    previous, version = settings.upgrade_from.value, settings.k8s_version.value
+    if not previous.previous_minor_of(version):
         print(f"upgrade tests: {previous} is not one minor below {version}; set UPGRADE_FROM to build theirs")
         return
-    binaries = ensure_binaries(previous, progress=print)
-    print(f"Kubernetes {previous.tag} (upgrade tests start from it): {binaries.directory} ({binaries.source})")
-
-
-def _bin_dir() -> Path | None:
-    value = os.environ.get("K8S_BIN_DIR")
-    return Path(value) if value else None
+    binaries = ensure_binaries(previous, components=KUBELET_ONLY, progress=print)
+    print(f"kubelet {previous.tag} (upgrade tests start from it): {binaries.directory} ({binaries.source})")
 
 
 def _up(args: argparse.Namespace) -> int:
     from device_conformance.providers.local.provider import LocalProvider
 
-    provider = LocalProvider(KubeVersion.parse(args.k8s_version), bin_dir=_bin_dir())
+    settings = resolve({"k8s_version": args.k8s_version, "provider": "local"})
+    provider = LocalProvider(
+        settings.k8s_version.value,
+        bin_dir=settings.k8s_bin_dir.value,
+        containerd_version=settings.containerd_version.value,
+    )
     provider.up()
     print(provider.keep())
     return 0

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import TYPE_CHECKING
 
 import yaml
 
 from device_conformance.errors import BadInput
-from device_conformance.expectations.kind import default_node_image
-from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION
+from device_conformance.settings import KNOBS, resolve
 
 if TYPE_CHECKING:
     from device_conformance.providers.kind.cli import KindCLI
@@ -21,10 +20,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     kind = subparsers.add_parser("kind", help="kind clusters of this suite: render a config, list, delete, cleanup")
     verbs = kind.add_subparsers(dest="kind_verb", required=True)
     render = verbs.add_parser("render", help="print the kind config the suite would use (per-node host dirs made)")
-    render.add_argument("--k8s-version", default=os.environ.get("K8S_VERSION") or DEFAULT_K8S_VERSION)
+    render.add_argument("--k8s-version", help=KNOBS["k8s_version"].help_text())
     render.add_argument("--name", default="dc-manual", help="cluster name (default dc-manual)")
-    render.add_argument("--profile", default=os.environ.get("KIND_PROFILE") or "single-node")
-    render.add_argument("--image", default=os.environ.get("KIND_NODE_IMAGE"))
+    render.add_argument("--profile", help=KNOBS["kind_profile"].help_text())
+    render.add_argument("--image", help=KNOBS["kind_image"].help_text())
     render.set_defaults(func=_render)
     verbs.add_parser("list", help="clusters this suite created on this host").set_defaults(func=_list)
     delete = verbs.add_parser("delete", help="delete clusters this suite created (never others)")
@@ -37,9 +36,15 @@ def _render(args: argparse.Namespace) -> int:
     from device_conformance.providers.kind import config
     from device_conformance.providers.kind.layout import KindLayout
 
-    version = KubeVersion.parse(args.k8s_version)
+    settings = resolve(
+        {"k8s_version": args.k8s_version, "kind_profile": args.profile, "kind_image": args.image, "provider": "kind"},
+        option_names={"kind_profile": "--profile", "kind_image": "--image"},
+    )
+    version = settings.k8s_version.value
     layout = KindLayout.for_cluster(args.name)
-    rendered = config.render(version, layout, args.image or default_node_image(version), args.profile)
+    rendered = config.render(
+        version, layout, settings.kind_image.value, settings.kind_profile.value or config.DEFAULT_PROFILE
+    )
     for index in range(len(rendered["nodes"])):
         for host_dir in layout.node_mounts(index).values():
             host_dir.mkdir(parents=True, exist_ok=True)
@@ -97,7 +102,7 @@ def _delete(args: argparse.Namespace) -> int:
 def _cleanup(_: argparse.Namespace) -> int:
     from device_conformance.providers.kind.provider import KindProvider
 
-    provider = KindProvider(KubeVersion.parse(DEFAULT_K8S_VERSION))
+    provider = KindProvider(DEFAULT_K8S_VERSION)
     provider.cli = _cli()
     cleaned = provider.clean_orphans()
     print(f"cleaned {len(cleaned)} kind cluster(s)")

@@ -1,6 +1,6 @@
 """What kind needs per Kubernetes version: the minimum kind release and the node image to use.
 
-Data only; each entry names its upstream source (see ../shared/reference/peers.md, "kind specifics").
+Data only; each entry names its upstream source.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ PINNED_NODE_IMAGES = {
     "1.37.0": "kindest/node:v1.37.0@sha256:a1ed56cfb0e7b93589bdf97c8cd566405a265939e3620fc4f5de89adff580ae5",
 }
 
-# Node images published with kind v0.33.0 (its release notes; peers.md §3). Tags for other patch
+# Node images published with kind v0.33.0 (github.com/kubernetes-sigs/kind/releases/tag/v0.33.0). Tags for other patch
 # releases may not exist: `kind build node-image` makes one where a registry and sources are reachable.
 PUBLISHED_WITH_KIND = {"v0.33.0": ("1.37.0", "1.36.4", "1.35.8", "1.34.11")}
 
@@ -37,8 +37,8 @@ def minimum_kind(version: KubeVersion) -> tuple[int, int, int]:
 
 def image_version(image: str) -> KubeVersion | None:
     """The Kubernetes version in a kindest/node-style tag (`...:v1.37.0[@sha256:...]`), if there is one."""
-    match = re.search(r":v(\d+\.\d+\.\d+)(?:@|$)", image)
-    return KubeVersion.parse(match.group(1)) if match else None
+    match = re.search(r":v(\d+)\.(\d+)\.(\d+)(?:@|$)", image)
+    return KubeVersion(*(int(part) for part in match.groups())) if match else None
 
 
 def default_node_image(version: KubeVersion) -> str:

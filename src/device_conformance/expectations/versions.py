@@ -7,14 +7,9 @@ from dataclasses import dataclass
 
 from device_conformance.errors import BadInput
 
-# The newest release whose module zip the Go module proxy serves on our machines: k8s.io/kubernetes
-# v1.37.2 answers "403 This module version is not available", v1.37.1 builds. See README.md.
-DEFAULT_K8S_VERSION = "1.37.1"
-# The previous minor, for kubelet upgrade tests: the newest 1.36 patch that builds here. The proxy lists
-# v1.36.5 but its checksum database answers 404 for it, so `go` refuses it; v1.36.4 verifies.
-PREVIOUS_MINOR_VERSION = "1.36.4"
-
 _VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
+# What a cluster reports (kubeletVersion, /version gitVersion) may carry a suffix: v1.37.1-gke.100, v1.37.1+k3s1.
+_REPORTED_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:[-+].*)?$")
 
 
 @dataclass(frozen=True, order=True)
@@ -25,11 +20,24 @@ class KubeVersion:
 
     @classmethod
     def parse(cls, text: str) -> KubeVersion:
+        """A release version as a user writes it: MAJOR.MINOR.PATCH, with or without a leading v."""
         match = _VERSION_RE.match(text.strip())
         if not match:
             raise BadInput(
-                f"K8S_VERSION={text!r} is not a Kubernetes release version",
-                f"use MAJOR.MINOR.PATCH, e.g. K8S_VERSION={DEFAULT_K8S_VERSION}",
+                f"{text!r} is not a Kubernetes release version",
+                f"use MAJOR.MINOR.PATCH, e.g. {DEFAULT_K8S_VERSION}",
+            )
+        major, minor, patch = (int(part) for part in match.groups())
+        return cls(major, minor, patch)
+
+    @classmethod
+    def from_reported(cls, text: str) -> KubeVersion:
+        """A version as a cluster reports it (v1.37.1, v1.37.1-gke.100, v1.38.0-alpha.1): the release part."""
+        match = _REPORTED_RE.match(text.strip())
+        if not match:
+            raise BadInput(
+                f"the cluster reports version {text!r}, which is not a Kubernetes version",
+                "point the suite at a cluster running a Kubernetes release (vMAJOR.MINOR.PATCH)",
             )
         major, minor, patch = (int(part) for part in match.groups())
         return cls(major, minor, patch)
@@ -47,6 +55,18 @@ class KubeVersion:
         """The Go module version of the staging modules (k8s.io/api etc.), e.g. v0.37.1."""
         return f"v0.{self.minor}.{self.patch}"
 
+    def previous_minor_of(self, other: KubeVersion) -> bool:
+        """True when this is a release of the minor just below `other` (what upgrade tests start from)."""
+        return (self.major, self.minor) == (other.major, other.minor - 1)
+
     def at_least(self, minor: int) -> bool:
         """True for 1.<minor> and later (all our rules are about 1.x minors)."""
         return (self.major, self.minor) >= (1, minor)
+
+
+# The newest release whose module zip the Go module proxy serves on our machines: k8s.io/kubernetes
+# v1.37.2 answers "403 This module version is not available", v1.37.1 builds. See README.md.
+DEFAULT_K8S_VERSION = KubeVersion(1, 37, 1)
+# The previous minor, for kubelet upgrade tests: the newest 1.36 patch that builds here. The proxy lists
+# v1.36.5 but its checksum database answers 404 for it, so `go` refuses it; v1.36.4 verifies.
+PREVIOUS_MINOR_VERSION = KubeVersion(1, 36, 4)

@@ -1,6 +1,6 @@
 """A tiny stand-in for the kubelet's device manager, for unit tests of the fake device plugin.
 
-It does what the kubelet does on Register (api-facts section 1.4): check the version and resource
+It does what the kubelet does on Register (pkg/kubelet/cm/devicemanager/plugin/v1beta1): check the version and resource
 name with the kubelet's error texts, dial the plugin back, call GetDevicePluginOptions, then follow
 ListAndWatch and keep the latest device list. Starting it deletes the sockets in its directory and
 re-creates kubelet.sock, like a kubelet restart.

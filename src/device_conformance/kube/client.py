@@ -27,5 +27,10 @@ class Kube:
         """resource.k8s.io objects go through here, so any API version of them works."""
         return client.CustomObjectsApi(self.api_client)
 
+    @property
+    def version(self) -> client.VersionApi:
+        """The API server's /version."""
+        return client.VersionApi(self.api_client)
+
     def close(self) -> None:
         self.api_client.close()

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from kubernetes import client
 
-from device_conformance.images.build import WORKLOAD_IMAGE
 from device_conformance.kube.client import Kube
+from device_conformance.toolchain.images.build import WORKLOAD_IMAGE
 
 RUN_LABEL = "device-conformance/run"
 

@@ -1,6 +1,7 @@
 """The kubelet's on-disk device state, read and written exactly as the kubelet does.
 
 - ``devicemanager``: ``kubelet_internal_checkpoint`` (V1 and V2 formats, FNV-1a over go-spew);
+- ``allocresp``: the protobuf ``AllocResp`` bytes of its entries;
 - ``dra``: ``dra_manager_state`` (1.31+ CRC-32 format; legacy 1.26-1.30 format verified);
 - ``gotypes``, ``gospew``, ``gojson``: the Go value model both rely on, its spew printing, its
   encoding/json semantics.

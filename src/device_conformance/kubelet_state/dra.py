@@ -1,4 +1,4 @@
-"""The DRA manager's checkpoint, ``/var/lib/kubelet/dra_manager_state`` (api-facts 6).
+"""The DRA manager's checkpoint, ``/var/lib/kubelet/dra_manager_state`` (pkg/kubelet/cm/dra/state).
 
 - 1.31+: ``{"Data":"<json string>","Checksum":<uint32>}`` with Checksum = CRC-32 (IEEE) of the
   Data string's bytes exactly as stored. Any read error is fatal for kubelet start.

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import grpc
 
+from device_conformance.node.commands import CommandRunner
 from device_conformance.protos.cri.v1 import api_pb2, api_pb2_grpc
-
-if TYPE_CHECKING:
-    from device_conformance.node.transport import CommandRunner
 
 CRI_TIMEOUT_SECONDS = 60
 

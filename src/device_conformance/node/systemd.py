@@ -9,7 +9,7 @@ from pathlib import Path
 
 from device_conformance.errors import ConformanceError, ProviderCapabilityMissing
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.node.transport import CommandRunner
+from device_conformance.node.commands import CommandRunner
 
 UNIT = "kubelet"
 # The kubelet's healthz (KubeletConfiguration healthzBindAddress/healthzPort defaults), on the node.

@@ -27,14 +27,6 @@ from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.cri import CRIRuntime
 
 
-class CommandRunner(Protocol):
-    """NodeTransport.run, handed to what is written once on top of it (crictl, systemctl)."""
-
-    def __call__(
-        self, argv: Sequence[str], *, stdin: bytes | None = None, check: bool = True, timeout: float = 120
-    ) -> bytes: ...
-
-
 @runtime_checkable
 class KubeletService(Protocol):
     """The node's kubelet under its supervisor. Primitives only: waiting for health, refusing to start a

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.base import NodeControl
 
 
@@ -15,15 +16,28 @@ class ClusterHandle:
     name: str
     provider: str
     kubeconfig: Path
-    k8s_version: str
+    # The kubelet version under test: what version-dependent expectations are looked up with.
+    k8s_version: KubeVersion
     # The nodes the harness reaches (NodeControl over the provider's NodeTransport); empty: no node access.
     nodes: list[NodeControl] = field(default_factory=list)
     # Copies the cluster's component logs into a directory (for failure reports).
     collect_logs: Callable[[Path], None] = lambda _: None
+    # The API server's version where it can differ from the kubelet's (None: the same).
+    control_plane_version: KubeVersion | None = None
+    # How k8s_version was learnt, for the session log ("the binaries under test", "read from the cluster").
+    version_source: str = "the binaries under test"
+
+    def describe_versions(self) -> str:
+        control_plane = self.control_plane_version or self.k8s_version
+        return f"kubelet {self.k8s_version.tag}, control plane {control_plane.tag} ({self.version_source})"
 
 
 class Provider(Protocol):
     name: str
+
+    def prepare(self) -> None:
+        """Everything that needs no cluster (binaries, images): run at session start, before any test."""
+        ...
 
     def up(self) -> ClusterHandle: ...
 

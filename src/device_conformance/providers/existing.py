@@ -1,27 +1,56 @@
-"""An existing cluster reached through a kubeconfig. No node access: node-fault tests skip."""
+"""An existing cluster reached through a kubeconfig. No node access: node-fault tests skip.
+
+The version under test is what the cluster runs, read from it (never a default): each node's
+status.nodeInfo.kubeletVersion, and the API server's /version for the control plane.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.kube.client import Kube
+from device_conformance.kube.versions import WHERE, read_versions
 from device_conformance.providers.base import ClusterHandle
 
 
 class ExistingProvider:
     name = "existing"
 
-    def __init__(self, kubeconfig: Path | None, version: str) -> None:
+    def __init__(self, kubeconfig: Path | None, log: Callable[[str], None] = print) -> None:
         if kubeconfig is None or not kubeconfig.exists():
             raise BadInput(
                 f"--provider existing needs a kubeconfig, got {kubeconfig}",
                 "pass --kubeconfig PATH (or set KUBECONFIG) pointing at the cluster under test",
             )
         self.kubeconfig = kubeconfig
-        self.version = version
+        self.log = log
+
+    def prepare(self) -> None:
+        """Nothing to fetch or build: the cluster is there already."""
 
     def up(self) -> ClusterHandle:
-        return ClusterHandle(name="existing", provider=self.name, kubeconfig=self.kubeconfig, k8s_version=self.version)
+        try:
+            kube = Kube.from_kubeconfig(self.kubeconfig)
+            try:
+                versions = read_versions(kube)
+            finally:
+                kube.close()
+        except ConformanceError:
+            raise
+        except Exception as exc:  # the client's config, connection and API errors alike
+            raise ConformanceError(
+                f"cannot read the versions of the cluster behind {self.kubeconfig}: {type(exc).__name__}: {exc}"
+            ) from exc
+        return ClusterHandle(
+            name="existing",
+            provider=self.name,
+            kubeconfig=self.kubeconfig,
+            k8s_version=versions.kubelet,
+            control_plane_version=versions.control_plane,
+            version_source=WHERE,
+        )
 
     def down(self) -> None:
         """We did not create it, so we never delete it."""

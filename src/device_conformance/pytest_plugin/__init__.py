@@ -1,6 +1,7 @@
-"""The pytest plugin (entry point pytest11): options, markers, fixtures, failure reports.
+"""The pytest plugin (entry point pytest11): options, markers, fixtures, report header, failure reports.
 
-It stays inert until a test asks for the `cluster` fixture, so `pytest tests/` needs no cluster.
+It prepares nothing until a collected test uses the `cluster` fixture, so `pytest tests/` needs no
+cluster and builds nothing; the report header only says what a cluster run would use.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from device_conformance.pytest_plugin.markers import MARKERS
 from device_conformance.pytest_plugin.options import add_options
 
 FIXTURE_MODULES = (
+    "device_conformance.fixtures.session",
     "device_conformance.fixtures.cluster",
     "device_conformance.fixtures.pods",
     "device_conformance.fixtures.device_plugins",
@@ -21,6 +23,7 @@ FIXTURE_MODULES = (
     "device_conformance.pytest_plugin.declarative_markers",
     "device_conformance.pytest_plugin.xdist_groups",
     "device_conformance.pytest_plugin.provider_preflight",
+    "device_conformance.pytest_plugin.header",
 )
 
 

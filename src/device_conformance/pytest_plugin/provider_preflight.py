@@ -10,24 +10,33 @@ from __future__ import annotations
 import pytest
 
 from device_conformance.errors import BadInput
+from device_conformance.fixtures.session import session_settings
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if hasattr(config, "workerinput") or config.getoption("--provider") != "kind":
+    if hasattr(config, "workerinput"):
         return
     workers = getattr(config.option, "numprocesses", None)
     if not workers or getattr(config.option, "collectonly", False):
         return
+    try:
+        settings = session_settings(config)
+    except BadInput:
+        return  # reported by the session's preparation, if a test needs a cluster at all
+    if settings.provider.value != "kind":
+        return
     from device_conformance.dockercli import Docker
-    from device_conformance.expectations.kind import default_node_image
-    from device_conformance.expectations.versions import KubeVersion
     from device_conformance.providers.kind.preflight import preflight
 
-    version = KubeVersion.parse(config.getoption("--k8s-version"))
-    image = config.getoption("--kind-image") or default_node_image(version)
-    reuse = bool(config.getoption("--kind-cluster"))
+    reuse = settings.kind_cluster.value is not None
     try:
-        preflight(Docker(), version, image, need_image=not reuse, clusters=1 if reuse else int(workers))
+        preflight(
+            Docker(),
+            settings.k8s_version.value,
+            settings.kind_image.value,
+            need_image=not reuse,
+            clusters=1 if reuse else int(workers),
+        )
     except BadInput as exc:
         raise pytest.UsageError(f"--provider kind cannot run here:\n{exc}") from None

@@ -11,16 +11,11 @@ import pytest
 
 from device_conformance.fixtures.cluster import KUBELET_LOG_MARK
 from device_conformance.fixtures.pods import NAMESPACE_STASH
+from device_conformance.fixtures.reports import EXTRA_REPORTS
 from device_conformance.kube import pods
 from device_conformance.kube.client import Kube
 
 KUBELET_LOG_LINES = 200
-# Tests and fixtures append (title, callable returning text) here to have it attached on failure.
-EXTRA_REPORTS = pytest.StashKey[list[tuple[str, Callable[[], str]]]]()
-
-
-def attach_on_failure(item: pytest.Item, title: str, producer: Callable[[], str]) -> None:
-    item.stash.setdefault(EXTRA_REPORTS, []).append((title, producer))
 
 
 def _safe(producer: Callable[[], str]) -> str:

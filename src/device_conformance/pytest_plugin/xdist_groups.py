@@ -16,6 +16,7 @@ from __future__ import annotations
 import pytest
 
 from device_conformance.errors import BadInput
+from device_conformance.fixtures.session import session_settings
 
 
 def worker_count(config: pytest.Config) -> int:
@@ -25,11 +26,14 @@ def worker_count(config: pytest.Config) -> int:
 
 def shared_cluster(config: pytest.Config) -> str | None:
     """The name of a cluster every worker would use, or None when each worker makes its own."""
-    provider = config.getoption("--provider")
-    if provider == "existing" or (provider in ("auto", "") and config.getoption("--kubeconfig")):
+    try:
+        settings = session_settings(config)
+    except BadInput:
+        return None  # unusable settings are reported when a test needs the cluster
+    if settings.provider.value == "existing":
         return "existing"
-    if provider == "kind" and config.getoption("--kind-cluster"):
-        return f"kind-{config.getoption('--kind-cluster')}"
+    if settings.provider.value == "kind" and settings.kind_cluster.value:
+        return f"kind-{settings.kind_cluster.value}"
     return None
 
 

@@ -14,7 +14,8 @@ from device_conformance.protos.drahealth.v1alpha1 import api_pb2_grpc as health_
 from device_conformance.protos.pluginregistration.v1 import api_pb2 as reg_pb2
 from device_conformance.protos.pluginregistration.v1 import api_pb2_grpc as reg_grpc
 
-# The kubelet's deadlines (api-facts §2, §3.2).
+# The kubelet's deadlines: GetInfo 1 s and NotifyRegistrationStatus 5 s (pkg/kubelet/pluginmanager/
+# operationexecutor/operation_generator.go), DRA calls 45 s (pkg/kubelet/cm/dra, defaultClientCallTimeout).
 GET_INFO_TIMEOUT = 1.0
 NOTIFY_TIMEOUT = 5.0
 DRA_CALL_TIMEOUT = 45.0

@@ -1,7 +1,7 @@
 """Pure builders for the ResourceSlice and DeviceClass bodies, per resource.k8s.io version.
 
 v1alpha3/v1beta1 nest a device's attributes, capacity and taints under `basic`; v1beta2 and v1
-put them on the device itself (api-facts §4.3).
+put them on the device itself (staging/src/k8s.io/api/resource/v1beta1/types.go, BasicDevice).
 """
 
 from __future__ import annotations

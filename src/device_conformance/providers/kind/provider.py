@@ -13,12 +13,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.binaries import cache_root
 from device_conformance.dockercli import Docker
 from device_conformance.errors import CommandError, ConformanceError
 from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.images.build import build_images
 from device_conformance.kube.client import Kube
 from device_conformance.providers.base import ClusterHandle
 from device_conformance.providers.kind import config, parallel
@@ -27,6 +25,8 @@ from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout, ki
 from device_conformance.providers.kind.node import KindNode
 from device_conformance.providers.kind.preflight import preflight
 from device_conformance.providers.kind.state import KindState, all_layouts, remove_host_dirs
+from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.images.build import Image, build_images
 from device_conformance.wait.kube import for_node_ready
 
 Log = Callable[[str], None]
@@ -58,6 +58,11 @@ class KindProvider:
         self.layout: KindLayout | None = None
         self.created = False
         self.kubeconfig_dir: Path | None = None
+        self.images: list[Image] | None = None
+
+    def prepare(self) -> None:
+        """Our images (the node image is Docker's business: preflight reports it at bring-up)."""
+        self.images = build_images(cache_root() / "images")
 
     # -- bring-up ----------------------------------------------------------------------------
     def up(self) -> ClusterHandle:
@@ -76,7 +81,9 @@ class KindProvider:
             preflight(self.docker, self.version, self.image, clusters=clusters, log=lambda _: None)
             kubeconfig = self._create(name)
         self.cluster = name
-        for image in build_images(cache_root() / "images"):
+        if self.images is None:
+            self.prepare()
+        for image in self.images or []:
             self.cli.load_image_archive(name, image.tarball)
         nodes = self._nodes(name)
         kube = Kube.from_kubeconfig(kubeconfig)
@@ -89,7 +96,10 @@ class KindProvider:
             name=name,
             provider=self.name,
             kubeconfig=kubeconfig,
-            k8s_version=nodes[0].kubelet_version if nodes else str(self.version),
+            # What the nodes run (kind writes it to /kind/version), not what was asked for: a reused
+            # cluster may run another version.
+            k8s_version=KubeVersion.from_reported(nodes[0].kubelet_version) if nodes else self.version,
+            version_source="the kind nodes' /kind/version" if nodes else "the node image asked for",
             nodes=list(nodes),
             collect_logs=self.collect_logs,
         )

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from device_conformance.binaries import cache_root
 from device_conformance.dockercli import Docker
 from device_conformance.errors import BadInput
 from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.images.build import build_images
 from device_conformance.providers.kind import host, preflight
 from device_conformance.providers.kind.tools import find_kind, install_kind, kind_version, require_kind
+from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.images.build import build_images
 
 
 def setup_kind(version: KubeVersion, *, install_packages: bool = True) -> int:

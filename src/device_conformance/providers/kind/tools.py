@@ -9,11 +9,11 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.binaries import cache_root
 from device_conformance.errors import BadInput
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION, minimum_kind
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.process import run
+from device_conformance.toolchain.cache import cache_root
 
 _KIND_VERSION_RE = re.compile(r"kind v(\d+)\.(\d+)\.(\d+)")
 
@@ -25,7 +25,8 @@ def installed_kind_dir(version: str = KIND_INSTALL_VERSION) -> Path:
 def find_kind() -> Path | None:
     """$KIND, else `kind` on PATH, else the one `setup --provider kind` installed into the cache.
 
-    We never pin or download kind behind the user's back (peers.md: pinned kinds broke pytest-kind users)."""
+    We never pin or download kind behind the user's back: pinned kinds broke pytest-kind users
+    (kr8s-org/kr8s#769, dask/dask-kubernetes#370)."""
     explicit = os.environ.get("KIND")
     if explicit:
         return Path(explicit) if Path(explicit).exists() else None

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from device_conformance.binaries import cache_root
 from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.toolchain.cache import cache_root
 
 PROGRAM = "dc-kind-validate"
 # The node image's containerd config as kind ships it in its base image (the file kind patches).

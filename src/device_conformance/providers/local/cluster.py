@@ -16,12 +16,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from device_conformance.binaries import BinarySet
-from device_conformance.containerd_build import ContainerdBinaries
 from device_conformance.errors import ConformanceError
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.images.build import PAUSE_IMAGE, Image
 from device_conformance.node.cri import CRIClient
 from device_conformance.process import run
 from device_conformance.providers.local import cgroups, components, configs, health, ports
@@ -32,6 +29,9 @@ from device_conformance.providers.local.pki import Pki, generate_pki, write_kube
 from device_conformance.providers.local.processes import ProcessRecord, exit_reason, spawn
 from device_conformance.providers.local.state import RunState
 from device_conformance.providers.local.teardown import teardown
+from device_conformance.toolchain.binaries import KubernetesBinaries
+from device_conformance.toolchain.containerd import ContainerdBinaries
+from device_conformance.toolchain.images.build import PAUSE_IMAGE, Image
 from device_conformance.wait.core import Abort, Pending, until
 
 Log = Callable[[str], None]
@@ -39,7 +39,9 @@ STARTUP_TIMEOUT = 120
 
 
 class LocalCluster:
-    def __init__(self, layout: RunLayout, state: RunState, binaries: BinarySet, containerd: ContainerdBinaries) -> None:
+    def __init__(
+        self, layout: RunLayout, state: RunState, binaries: KubernetesBinaries, containerd: ContainerdBinaries
+    ) -> None:
         self.layout = layout
         self.state = state
         self.binaries = binaries
@@ -47,11 +49,12 @@ class LocalCluster:
         self.pki = Pki(layout.pki)
         self.ports = ports.Ports(**state.ports)
         self.settings = settings_for(binaries.version)
+        self._kubelet_version: KubeVersion | None = None
 
     # ---- bring-up -------------------------------------------------------------------------
     @classmethod
     def create(
-        cls, binaries: BinarySet, containerd: ContainerdBinaries, images: list[Image], log: Log = print
+        cls, binaries: KubernetesBinaries, containerd: ContainerdBinaries, images: list[Image], log: Log = print
     ) -> LocalCluster:
         run_id = "r" + secrets.token_hex(3)
         layout = RunLayout.for_run(run_id)
@@ -214,8 +217,9 @@ class LocalCluster:
         return self.layout.config_dir / "kubelet.yaml"
 
     @property
-    def kubelet_version(self) -> str:
-        return self.state.processes.get("kubelet", {}).get("version") or self.state.k8s_version
+    def kubelet_version(self) -> KubeVersion:
+        """The version of the kubelet running now (another one while an upgrade test swapped it in)."""
+        return self._kubelet_version or self.binaries.version
 
     def start_kubelet(self, binary: Path | None = None, version: KubeVersion | None = None) -> ProcessRecord:
         """Start the kubelet (by default this cluster's own binary); `version` picks the config rules."""
@@ -239,7 +243,8 @@ class LocalCluster:
             settings,
         )
         process = self._start("kubelet", argv, in_node=True)
-        self.state.processes["kubelet"]["version"] = str(version or self.binaries.version)
+        self._kubelet_version = version or self.binaries.version
+        self.state.processes["kubelet"]["version"] = str(self._kubelet_version)  # for people reading state.json
         self.state.save(self.layout)
         return process
 

@@ -11,7 +11,7 @@ from device_conformance.process import run
 from device_conformance.providers.local.configs import CNI_BIN_DIR
 
 # command (or absolute path) -> Debian package that provides it. containerd is not here: Debian's
-# 1.6 has no CDI, so containerd 2.x is built from the Go module proxy (containerd_build.py).
+# 1.6 has no CDI, so containerd 2.x is built from the Go module proxy (toolchain/containerd.py).
 REQUIRED = {
     "runc": "runc",
     "etcd": "etcd-server",

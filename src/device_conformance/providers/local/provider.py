@@ -6,41 +6,54 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.binaries import cache_root, ensure_binaries
-from device_conformance.containerd_build import ensure_containerd
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.images.build import build_images
 from device_conformance.kube.client import Kube
 from device_conformance.providers.base import ClusterHandle
 from device_conformance.providers.local import host
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.leftovers import clean_leftovers
 from device_conformance.providers.local.node import LocalNode
+from device_conformance.toolchain.binaries import KubernetesBinaries, ensure_binaries
+from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.containerd import DEFAULT_VERSION as DEFAULT_CONTAINERD
+from device_conformance.toolchain.containerd import ContainerdBinaries, ensure_containerd
+from device_conformance.toolchain.images.build import Image, build_images
 from device_conformance.wait.kube import for_node_ready
 
 
 class LocalProvider:
     name = "local"
 
-    def __init__(self, version: KubeVersion, bin_dir: Path | None = None, log: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        version: KubeVersion,
+        bin_dir: Path | None = None,
+        log: Callable[[str], None] = print,
+        containerd_version: str = DEFAULT_CONTAINERD,
+    ) -> None:
         self.version = version
         self.bin_dir = bin_dir
+        self.containerd_version = containerd_version
         self.log = log
         self.cluster: LocalCluster | None = None
+        self._prepared: tuple[KubernetesBinaries, ContainerdBinaries, list[Image]] | None = None
 
     def prepare(self) -> None:
         """Everything that needs no cluster: host checks, binaries (Kubernetes, containerd), images (idempotent)."""
         host.preflight()
-        ensure_binaries(self.version, user_dir=self.bin_dir, progress=self.log)
-        ensure_containerd(progress=self.log)
-        build_images(cache_root() / "images")
+        self._prepared = (
+            ensure_binaries(self.version, user_dir=self.bin_dir, progress=self.log),
+            ensure_containerd(self.containerd_version, progress=self.log),
+            build_images(cache_root() / "images"),
+        )
 
     def up(self) -> ClusterHandle:
         host.preflight()
         clean_leftovers(self.log)
-        binaries = ensure_binaries(self.version, user_dir=self.bin_dir, progress=self.log)
-        containerd = ensure_containerd(progress=self.log)
-        images = build_images(cache_root() / "images")
+        if self._prepared is None:
+            self.prepare()
+        assert self._prepared is not None
+        binaries, containerd, images = self._prepared
         self.cluster = LocalCluster.create(binaries, containerd, images, self.log)
         kube = Kube.from_kubeconfig(self.cluster.layout.kubeconfig)
         try:
@@ -51,9 +64,10 @@ class LocalProvider:
             name=self.cluster.state.run_id,
             provider=self.name,
             kubeconfig=self.cluster.layout.kubeconfig,
-            k8s_version=str(self.version),
+            k8s_version=self.version,
             nodes=[LocalNode(self.cluster)],
             collect_logs=self._collect_logs,
+            version_source=f"the binaries it runs: {binaries.directory} ({binaries.source})",
         )
 
     def _collect_logs(self, target: Path) -> None:

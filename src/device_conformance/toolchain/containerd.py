@@ -8,45 +8,35 @@ runc stays Debian's.
 
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.binaries import Progress, cache_root, ensure_cached
 from device_conformance.errors import BadInput
-from device_conformance.gobuild import go_binary, run_go
+from device_conformance.toolchain.cache import BinarySet, Progress, cache_root, ensure_cached
+from device_conformance.toolchain.gobuild import go_binary, run_go
 
-# 2.3 is an LTS line (RELEASES.md: supported to 2028-04-30); Kubernetes 1.36 lists 2.2.0+/2.3.0+.
+# 2.3 is an LTS line (containerd's RELEASES.md: supported to 2028-04-30); Kubernetes 1.36 lists 2.2.0+/2.3.0+.
 DEFAULT_VERSION = "v2.3.4"
 MODULE = "github.com/containerd/containerd/v2"
 BINARIES = ("containerd", "containerd-shim-runc-v2", "ctr")
-# BUILDING.md: these snapshotters need cgo or kernel headers, and we use overlayfs. The shim is built
+# containerd's BUILDING.md: these snapshotters need cgo or kernel headers, and we use overlayfs. The shim is built
 # the way upstream's Makefile builds it (SHIM_CGO_ENABLED=0, tag no_grpc).
 DAEMON_TAGS = "no_btrfs,no_devmapper,no_zfs"
 SHIM_TAGS = "no_grpc"
 VERSION_RE = re.compile(r"^v?(2\.\d+\.\d+)$")
 
 
-@dataclass(frozen=True)
-class ContainerdBinaries:
-    version: str
-    directory: Path
-    source: str
-
-    def path(self, name: str) -> Path:
-        return self.directory / name
+# containerd versions are plain 'v'-prefixed strings (v2.3.4): no arithmetic is done on them.
+ContainerdBinaries = BinarySet[str]
 
 
-def wanted_version() -> str:
-    """CONTAINERD_VERSION from the environment (e.g. v2.2.7), else the default; always 'v'-prefixed."""
-    value = os.environ.get("CONTAINERD_VERSION") or DEFAULT_VERSION
-    match = VERSION_RE.match(value)
+def release(text: str) -> str:
+    """A containerd 2.x release as written by a user (2.2.7 or v2.2.7), always 'v'-prefixed."""
+    match = VERSION_RE.match(text.strip())
     if match is None:
         raise BadInput(
-            f"CONTAINERD_VERSION={value} is not a containerd 2.x release",
-            f"use a version like {DEFAULT_VERSION} (v2.2.1+ or v2.3.x build with `go install`), "
-            "or unset CONTAINERD_VERSION",
+            f"{text!r} is not a containerd 2.x release",
+            f"use a version like {DEFAULT_VERSION} (v2.2.1+ or v2.3.x build with `go install`)",
         )
     return "v" + match.group(1)
 
@@ -65,10 +55,15 @@ def install_commands(go: str, version: str) -> list[list[str]]:
     ]
 
 
-def ensure_containerd(version: str | None = None, *, progress: Progress = print) -> ContainerdBinaries:
-    """containerd, its runc shim and ctr of `version`, built from the Go module proxy when not cached."""
-    version = version or wanted_version()
-    cached = cache_root() / "containerd" / version
+def containerd_dir(version: str) -> Path:
+    """The cache entry of containerd `version`."""
+    return cache_root() / "containerd" / version
+
+
+def ensure_containerd(version: str = DEFAULT_VERSION, *, progress: Progress = print) -> ContainerdBinaries:
+    """containerd, its runc shim and ctr of `version` (see release()), built from the Go module proxy when
+    not cached."""
+    cached = containerd_dir(version)
 
     def build(staging: Path) -> str:
         go = go_binary(f"containerd {version} binaries", alternative=None)
@@ -79,4 +74,4 @@ def ensure_containerd(version: str | None = None, *, progress: Progress = print)
             run_go(argv, staging, f"containerd {version}", progress, env=env)
         return "go install"
 
-    return ContainerdBinaries(version, cached, ensure_cached(cached, BINARIES, build, progress))
+    return BinarySet(version, cached, ensure_cached(cached, BINARIES, build, progress))

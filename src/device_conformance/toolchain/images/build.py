@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_conformance.errors import BadInput
-from device_conformance.images.oci import Layer, write_oci_tarball
 from device_conformance.process import run
+from device_conformance.toolchain.images.oci import Layer, write_oci_tarball
 
 PAUSE_IMAGE = "device-conformance.local/pause:v1"
 WORKLOAD_IMAGE = "device-conformance.local/busybox:v1"

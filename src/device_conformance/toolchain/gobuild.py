@@ -18,6 +18,7 @@ from pathlib import Path
 
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.toolchain.cache import cache_root
 
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 PROGRESS_EVERY_SECONDS = 15
@@ -93,8 +94,6 @@ def build_kubernetes(
     version: KubeVersion, target: Path, components: Sequence[str], progress: Callable[[str], None]
 ) -> None:
     """go build the given cmd/<component> binaries of `version` into target/."""
-    from device_conformance.binaries import cache_root
-
     workdir = cache_root() / "gobuild" / version.tag
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "go.mod").write_text(wrapper_gomod(version, module_gomod(version)))

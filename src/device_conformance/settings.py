@@ -1,0 +1,286 @@
+"""Every knob of a run, resolved once: the command-line option, else the environment variable, else the default.
+
+Each value remembers where it came from, so an error or the report header says `K8S_VERSION='1.37'
+(environment)` rather than a bare value. The pytest plugin (its options are declared from KNOBS) and
+the CLI both call resolve(); nothing else reads these variables.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, Literal, TypeVar
+
+from device_conformance.errors import BadInput
+from device_conformance.expectations.kind import default_node_image
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, PREVIOUS_MINOR_VERSION, KubeVersion
+from device_conformance.toolchain import containerd
+
+PROVIDERS = ("local", "kind", "existing")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One setting: its option (pytest and CLI), its environment variable, what it means."""
+
+    name: str
+    option: str | None
+    env: str | None
+    help: str
+    flag: bool = False  # a store_true option; the variable counts as set unless empty or "0"
+
+    def help_text(self) -> str:
+        return f"{self.help} (env {self.env})" if self.env else self.help
+
+
+KNOBS: dict[str, Knob] = {
+    knob.name: knob
+    for knob in (
+        Knob(
+            "provider",
+            "--provider",
+            "PROVIDER",
+            "where the cluster comes from: local, kind, existing, or auto (default auto: existing when a "
+            "kubeconfig is given, else local)",
+        ),
+        Knob(
+            "k8s_version",
+            "--k8s-version",
+            "K8S_VERSION",
+            f"Kubernetes version under test (default {DEFAULT_K8S_VERSION})",
+        ),
+        Knob(
+            "kubeconfig",
+            "--kubeconfig",
+            "DEVICE_CONFORMANCE_KUBECONFIG",
+            "kubeconfig of an existing cluster (with --provider existing, which falls back to KUBECONFIG)",
+        ),
+        Knob(
+            "k8s_bin_dir",
+            "--k8s-bin-dir",
+            "K8S_BIN_DIR",
+            "directory with kubelet, kube-apiserver, kube-controller-manager, kube-scheduler",
+        ),
+        Knob(
+            "upgrade_from",
+            "--upgrade-from",
+            "UPGRADE_FROM",
+            "kubelet version the upgrade tests start from, one minor below the version under test "
+            f"(default {PREVIOUS_MINOR_VERSION})",
+        ),
+        Knob(
+            "keep_cluster",
+            "--keep-cluster",
+            "KEEP_CLUSTER",
+            "leave the cluster running after the session and print its kubeconfig",
+            flag=True,
+        ),
+        Knob(
+            "kind_cluster",
+            "--kind-cluster",
+            "KIND_CLUSTER",
+            "--provider kind: reuse this existing kind cluster (never deleted); default: create one per worker",
+        ),
+        Knob(
+            "kind_image",
+            "--kind-image",
+            "KIND_NODE_IMAGE",
+            "--provider kind: node image (default kindest/node:v<k8s-version>)",
+        ),
+        Knob(
+            "kind_profile",
+            "--kind-profile",
+            "KIND_PROFILE",
+            "--provider kind: a config from kind-configs/ (default single-node)",
+        ),
+        Knob(
+            "containerd_version",
+            None,
+            "CONTAINERD_VERSION",
+            f"containerd 2.x release the local provider builds and runs (default {containerd.DEFAULT_VERSION})",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a value came from."""
+
+    kind: Literal["option", "environment", "default"]
+    name: str = ""  # the option or variable
+    note: str = ""  # how a default was chosen
+
+    def __str__(self) -> str:
+        where = f"{self.kind} {self.name}" if self.name else self.kind
+        return f"{where}: {self.note}" if self.note else where
+
+    def shows(self, text: str) -> str:
+        """The value as the user wrote it, for error messages."""
+        if self.kind == "option":
+            return f"{self.name} {text!r}"
+        if self.kind == "environment":
+            return f"{self.name}={text!r} (environment)"
+        return repr(text)
+
+    def undo(self) -> str:
+        if self.kind == "option":
+            return f"or drop {self.name} for the default"
+        if self.kind == "environment":
+            return f"or unset {self.name} for the default"
+        return "this is a bug in the defaults"
+
+
+DEFAULT = Source("default")
+
+
+@dataclass(frozen=True)
+class Setting(Generic[T]):
+    value: T
+    source: Source
+
+    def __str__(self) -> str:
+        return f"{self.value} ({self.source})"
+
+
+@dataclass(frozen=True)
+class Settings:
+    provider: Setting[str]
+    k8s_version: Setting[KubeVersion]
+    kubeconfig: Setting[Path | None]
+    k8s_bin_dir: Setting[Path | None]
+    upgrade_from: Setting[KubeVersion]
+    keep_cluster: Setting[bool]
+    kind_cluster: Setting[str | None]
+    kind_image: Setting[str]
+    kind_profile: Setting[str | None]
+    containerd_version: Setting[str]
+
+
+def resolve(
+    options: Mapping[str, object] | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    option_names: Mapping[str, str] | None = None,
+) -> Settings:
+    """Settings from `options` (knob name -> value given on the command line, None when not given),
+    then `environ` (default os.environ), then the defaults. `option_names` renames options in messages
+    for a command whose option differs from the pytest one (e.g. `kind render --profile`).
+
+    Raises BadInput naming the value, where it came from and the fix."""
+    return _Resolver(options or {}, os.environ if environ is None else environ, option_names or {}).settings()
+
+
+def from_options(getoption: Callable[[str], object], environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from a pytest-style getoption("--name") whose options were declared from KNOBS (default None)."""
+    given = {name: getoption(knob.option) for name, knob in KNOBS.items() if knob.option is not None}
+    return resolve(given, environ)
+
+
+class _Resolver:
+    def __init__(self, options: Mapping[str, object], environ: Mapping[str, str], names: Mapping[str, str]) -> None:
+        self.options = options
+        self.environ = environ
+        self.names = names
+
+    def raw(self, name: str, *, empty_is_unset: bool = True) -> tuple[str | None, Source]:
+        knob = KNOBS[name]
+        given = self.options.get(name)
+        if given is not None and not (empty_is_unset and given == ""):
+            return str(given), Source("option", self.names.get(name, knob.option or ""))
+        text = self.environ.get(knob.env) if knob.env else None
+        if text is not None and not (empty_is_unset and text == ""):
+            return text, Source("environment", knob.env or "")
+        return None, DEFAULT
+
+    def parsed(self, name: str, parse: Callable[[str], T], default: T) -> Setting[T]:
+        text, source = self.raw(name)
+        if text is None:
+            return Setting(default, DEFAULT)
+        try:
+            return Setting(parse(text), source)
+        except BadInput as exc:
+            raise BadInput(
+                f"{source.shows(text)} is not usable: {exc.problem}", f"{exc.fix}; {source.undo()}"
+            ) from None
+
+    def text(self, name: str) -> Setting[str | None]:
+        text, source = self.raw(name)
+        return Setting(text, source)
+
+    def settings(self) -> Settings:
+        version = self.parsed("k8s_version", KubeVersion.parse, DEFAULT_K8S_VERSION)
+        kubeconfig = self.kubeconfig()
+        provider = self.provider(kubeconfig)
+        if provider.value == "existing":
+            kubeconfig = self.existing_kubeconfig(provider, kubeconfig)
+        image, image_source = self.raw("kind_image")
+        return Settings(
+            provider=provider,
+            k8s_version=version,
+            kubeconfig=kubeconfig,
+            k8s_bin_dir=self.parsed("k8s_bin_dir", Path, None),
+            upgrade_from=self.parsed("upgrade_from", KubeVersion.parse, PREVIOUS_MINOR_VERSION),
+            keep_cluster=self.flag("keep_cluster"),
+            kind_cluster=self.text("kind_cluster"),
+            kind_image=Setting(image, image_source)
+            if image is not None
+            else Setting(default_node_image(version.value), Source("default", note=f"for {version.value}")),
+            kind_profile=self.text("kind_profile"),
+            containerd_version=self.parsed("containerd_version", containerd.release, containerd.DEFAULT_VERSION),
+        )
+
+    def flag(self, name: str) -> Setting[bool]:
+        given = self.options.get(name)
+        if given:
+            return Setting(True, Source("option", self.names.get(name, KNOBS[name].option or "")))
+        env = KNOBS[name].env or ""
+        if self.environ.get(env, "") not in ("", "0"):
+            return Setting(True, Source("environment", env))
+        return Setting(False, DEFAULT)
+
+    def kubeconfig(self) -> Setting[Path | None]:
+        text, source = self.raw("kubeconfig", empty_is_unset=False)
+        if text is None:
+            return Setting(None, DEFAULT)
+        if not text.strip():
+            # Path("") is ".", which exists: an empty value must not pass for a kubeconfig.
+            raise BadInput(
+                f"{source.shows(text)} is empty",
+                f"give the path of the cluster's kubeconfig, {source.undo()} (no existing cluster)",
+            )
+        return Setting(Path(text), source)
+
+    def provider(self, kubeconfig: Setting[Path | None]) -> Setting[str]:
+        text, source = self.raw("provider")
+        name = (text or "auto").strip()
+        if name not in (*PROVIDERS, "auto"):
+            raise BadInput(
+                f"{source.shows(text or '')} is not a provider",
+                f"choose one of: {', '.join(PROVIDERS)} (or auto); {source.undo()}",
+            )
+        if name != "auto":
+            return Setting(name, source)
+        if kubeconfig.value is not None:
+            return Setting(
+                "existing", Source(source.kind, source.name, f"auto, a kubeconfig is given ({kubeconfig.source})")
+            )
+        return Setting("local", Source(source.kind, source.name, "auto, no kubeconfig given"))
+
+    def existing_kubeconfig(self, provider: Setting[str], kubeconfig: Setting[Path | None]) -> Setting[Path | None]:
+        if kubeconfig.value is None and self.environ.get("KUBECONFIG", "").strip():
+            kubeconfig = Setting(Path(self.environ["KUBECONFIG"]), Source("environment", "KUBECONFIG"))
+        if kubeconfig.value is None:
+            raise BadInput(
+                f"provider existing ({provider.source}) needs the kubeconfig of the cluster under test; none is given",
+                "pass --kubeconfig PATH, or set DEVICE_CONFORMANCE_KUBECONFIG (or KUBECONFIG)",
+            )
+        if not kubeconfig.value.exists():
+            raise BadInput(
+                f"kubeconfig {kubeconfig.value} ({kubeconfig.source}) does not exist",
+                "point it at the kubeconfig of the cluster under test",
+            )
+        return kubeconfig

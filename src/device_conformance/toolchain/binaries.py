@@ -1,0 +1,119 @@
+"""Kubernetes server binaries for any version: a user directory, the official release, or a Go build.
+
+Cached per version (toolchain/cache.py): `kubernetes/vX.Y.Z/` holds the four server binaries; a
+kubelet-only entry (`kubernetes/vX.Y.Z-kubelet/`, what upgrade tests need) is built when no full entry
+of that version exists, since a kubelet-only `go build` is several times faster than all four.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from pathlib import Path
+
+from device_conformance.errors import BadInput
+from device_conformance.expectations.versions import KubeVersion
+from device_conformance.toolchain.cache import (
+    BinarySet,
+    Progress,
+    cache_root,
+    ensure_cached,
+    has_manifest,
+    sha256,
+    verify_manifest,
+)
+from device_conformance.toolchain.gobuild import build_kubernetes
+
+COMPONENTS = ("kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+KUBELET_ONLY = ("kubelet",)
+RELEASE_URL = "https://dl.k8s.io/{tag}/bin/linux/amd64/{name}"
+
+KubernetesBinaries = BinarySet[KubeVersion]
+
+
+def entry_dir(version: KubeVersion, components: Sequence[str] = COMPONENTS) -> Path:
+    """The cache entry of `version` holding exactly `components` (the full set has the plain tag)."""
+    root = cache_root() / "kubernetes"
+    if tuple(components) == COMPONENTS:
+        return root / version.tag
+    return root / f"{version.tag}-{'-'.join(components)}"
+
+
+def ensure_binaries(
+    version: KubeVersion,
+    *,
+    user_dir: Path | None = None,
+    components: Sequence[str] = COMPONENTS,
+    progress: Progress = print,
+) -> KubernetesBinaries:
+    """The server binaries `components` of `version`, fetched or built when missing.
+
+    A subset (e.g. KUBELET_ONLY) comes from the full entry of that version when there is one."""
+    components = _known(components)
+    if user_dir is not None:
+        return _from_user_dir(version, user_dir, components)
+    full = entry_dir(version)
+    if components != COMPONENTS and has_manifest(full, components) and verify_manifest(full, components) is None:
+        return BinarySet(version, full, "cache")  # complete entries only appear by rename: no lock needed
+
+    def fill(staging: Path) -> str:
+        if _download_release(version, staging, components, progress):
+            return "release"
+        build_kubernetes(version, staging, components, progress)
+        return "go build"
+
+    cached = entry_dir(version, components)
+    return BinarySet(version, cached, ensure_cached(cached, components, fill, progress))
+
+
+def binary_source(version: KubeVersion, *, user_dir: Path | None = None, components: Sequence[str] = COMPONENTS) -> str:
+    """Where ensure_binaries would take them from, without hashing or building (for reports)."""
+    if user_dir is not None:
+        return f"K8S_BIN_DIR {user_dir}"
+    for directory in dict.fromkeys((entry_dir(version), entry_dir(version, components))):
+        if has_manifest(directory, components):
+            return f"cache {directory}"
+    return f"not cached: fetched or built (go build) at session start into {entry_dir(version, components)}"
+
+
+def _known(components: Sequence[str]) -> tuple[str, ...]:
+    unknown = [name for name in components if name not in COMPONENTS]
+    if unknown or not components:
+        raise BadInput(
+            f"unknown Kubernetes components {unknown or '(none)'}", f"ask for some of: {', '.join(COMPONENTS)}"
+        )
+    return tuple(name for name in COMPONENTS if name in components)
+
+
+def _from_user_dir(version: KubeVersion, user_dir: Path, components: Sequence[str]) -> KubernetesBinaries:
+    missing = [name for name in components if not os.access(user_dir / name, os.X_OK)]
+    if missing:
+        raise BadInput(
+            f"K8S_BIN_DIR={user_dir} has no executable {', '.join(missing)}",
+            f"put {', '.join(components)} of v{version} there, or unset K8S_BIN_DIR to build them",
+        )
+    return BinarySet(version, user_dir, "user directory")
+
+
+def _download_release(version: KubeVersion, target: Path, components: Sequence[str], progress: Progress) -> bool:
+    """Fetch official release binaries; False (quietly) when dl.k8s.io is unreachable."""
+    for name in components:
+        url = RELEASE_URL.format(tag=version.tag, name=name)
+        try:
+            with urllib.request.urlopen(url + ".sha256", timeout=5) as reply:
+                expected = reply.read().decode().split()[0]
+            progress(f"downloading {url}")
+            with urllib.request.urlopen(url, timeout=60) as reply, (target / name).open("wb") as out:
+                shutil.copyfileobj(reply, out, 1 << 20)
+        except (urllib.error.URLError, OSError, TimeoutError) as exc:
+            if name != components[0]:
+                progress(f"release download of {name} failed ({exc}); building from source instead")
+            return False
+        if sha256(target / name) != expected:
+            progress(f"{url} does not match its published sha256; building from source instead")
+            return False
+        (target / name).chmod(0o755)
+    return True
