@@ -85,7 +85,7 @@ class LocalKubelet:
 
     def _running_as(self, process: ProcessRecord) -> tuple[Path, KubeVersion]:
         binary = next(Path(arg) for arg in process.argv if arg.endswith("/kubelet"))
-        return binary, KubeVersion.parse(self.cluster.kubelet_version)
+        return binary, self.cluster.kubelet_version
 
     def healthy(self) -> bool:
         return self.cluster.kubelet_healthy()
