@@ -87,3 +87,12 @@ def test_a_torn_last_line_and_unknown_fields_are_tolerated(path):
     assert [c.seq for c in read_calls(path)] == [1, 2]
     assert read_calls(os.path.dirname(path) + "/missing.jsonl") == []
     assert Call.from_dict({**record, "added_later": True}) == read_calls(path)[0]
+
+
+def test_an_empty_path_logs_nothing(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    log = CallLog("")
+    log.finish(log.start("GetInfo", {}), response={})
+    log.close()
+
+    assert os.listdir(tmp_path) == []

@@ -93,11 +93,14 @@ class CallLog:
     """The writer, in the fake process. Thread-safe; every line is flushed so a SIGKILL loses nothing written."""
 
     def __init__(self, path: str) -> None:
+        """An empty path logs nothing (a fake run by hand without a handle)."""
         self._lock = threading.Lock()
-        previous = read_calls(path)
+        previous = read_calls(path) if path else []
         self._seq = previous[-1].seq if previous else 0
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self._file: TextIO | None = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - process lifetime
+        self._file: TextIO | None = None
+        if path:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            self._file = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - process lifetime
 
     def start(
         self, method: str, request: dict[str, Any], *, service: str = "", kind: str = RPC, socket: str = ""

@@ -253,5 +253,8 @@ class FakeHandle:
                 f"{c.summary()} pid={c.pid} {c.kind} {c.service} socket={c.socket}"
                 f" request={c.request} response={c.response}{error}"
             )
-        status = str(self.status()) if self.is_running() else "(not running)"
+        try:
+            status = str(self.status()) if self.is_running() else "(not running)"
+        except ControlError as err:
+            status = f"(no status: {err})"
         return "\n".join([*lines, "--- status ---", status, "--- process log tail ---", self.log_tail()])
