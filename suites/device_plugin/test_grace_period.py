@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from device_conformance.fixtures.device_plugins import call_log, start_plugin, stop_plugins
+from device_conformance.fixtures.device_plugins import start_plugin, stop_plugins
 from device_conformance.fixtures.reports import attach_on_failure
 
 from device_conformance import podresources
@@ -86,7 +86,7 @@ def scenarios(cluster, kube, tmp_path_factory):
 @pytest.fixture(autouse=True)
 def _attach_call_logs(request, scenarios):
     for name, scenario in scenarios.items():
-        attach_on_failure(request.node, f"{name} plugin call log", lambda s=scenario: call_log(s.plugin))
+        attach_on_failure(request.node, f"{name} plugin call log", lambda s=scenario: s.plugin.report())
 
 
 def _drops_after_grace(kube, node_name, scenario, during, after=(0, 0)):

@@ -41,7 +41,7 @@ def test_restarted_plugin_keeps_assignments_and_serves_new_pods(kube, node, name
     plugin.kill()
     wait.for_resource_counts(kube, node.name, resource, 2, 0, timeout=COUNT_TIMEOUT)
     plugin.respawn()
-    plugin.wait_for_registration()
+    assert plugin.wait_for_registration(count=2).pid == plugin.pid, "the respawned process registered"
     wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
 
     assert wait_podresources.device_ids(_socket(node), namespace, first.metadata.name, resource) == held

@@ -77,18 +77,16 @@ def test_forged_checkpoint_with_right_checksum_is_believed(node, namespace, dra_
     node.kubelet.start()
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
 
-    calls = driver.wait_for_call("/NodeUnprepareResources", timeout=RECONCILE_TIMEOUT)
-    assert calls[0]["request"]["claims"] == [
-        {"namespace": namespace, "uid": forged.claim_uid, "name": forged.claim_name}
-    ]
-    assert calls[0]["ok"]
+    calls = driver.wait_for_call("NodeUnprepareResources", done=True, timeout=RECONCILE_TIMEOUT)
+    assert calls[0].request["claims"] == [{"namespace": namespace, "uid": forged.claim_uid, "name": forged.claim_name}]
+    assert calls[0].ok
 
     def dropped():
         uids = [e.claim_uid for e in read_state(node).entries or []]
         return True if forged.claim_uid not in uids else Pending(f"entries {uids}")
 
     until(dropped, what="the forged claim to leave dra_manager_state", timeout=REGISTRATION_TIMEOUT)
-    assert driver.calls("/NodePrepareResources") == []
+    assert driver.calls("NodePrepareResources") == []
 
 
 @pytest.mark.disruptive

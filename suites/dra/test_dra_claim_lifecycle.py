@@ -24,7 +24,7 @@ RETRY_TIMEOUT = 90
 
 def claim_uids(calls):
     """Claim UIDs of NodePrepareResources / NodeUnprepareResources calls, in call order."""
-    return [claim["uid"] for call in calls for claim in call["request"].get("claims") or []]
+    return [uid for call in calls for uid in call.claim_uids]
 
 
 def generated_claim(kube, namespace, dra_objects, pod_name):
@@ -44,19 +44,19 @@ def test_template_claim_is_prepared_and_unprepared_once(kube, namespace, dra_dri
         (driver.config.driver_name, driver.config.pool, "dev-0")
     ]
     assert wait_dra.reserved_uids(claim) == [pod.metadata.uid]
-    prepares = driver.calls("/NodePrepareResources")
-    assert [c["ok"] for c in prepares] == [True]
+    prepares = driver.calls("NodePrepareResources")
+    assert [c.ok for c in prepares] == [True]
     assert claim_uids(prepares) == [uid]
     assert list(driver.prepared()) == [uid]
 
     kube.core.delete_namespaced_pod(name, namespace)
     wait.for_pod_gone(kube, namespace, name, timeout=UNPREPARE_TIMEOUT)
     wait_dra.for_claim_gone(kube, resource_api, namespace, claim_name)
-    unprepares = driver.calls("/NodeUnprepareResources")
+    unprepares = driver.calls("NodeUnprepareResources")
     assert claim_uids(unprepares) == [uid], "unprepared exactly once"
-    assert all(c["ok"] for c in unprepares)
+    assert all(c.ok for c in unprepares)
     assert driver.prepared() == {}
-    assert claim_uids(driver.calls("/NodePrepareResources")) == [uid], "never prepared again"
+    assert claim_uids(driver.calls("NodePrepareResources")) == [uid], "never prepared again"
 
 
 def test_container_sees_its_device_env(kube, node, namespace, dra_driver, dra_objects):
@@ -90,18 +90,18 @@ def test_shared_claim_is_prepared_once_and_unprepared_after_the_last_pod(kube, n
         names.append(pod.metadata.name)
     uid = dra_objects.get_claim(claim)["metadata"]["uid"]
     assert len(wait_dra.reserved_uids(dra_objects.get_claim(claim))) == 3
-    assert claim_uids(driver.calls("/NodePrepareResources")) == [uid], "one prepare for all pods"
+    assert claim_uids(driver.calls("NodePrepareResources")) == [uid], "one prepare for all pods"
 
     for name in names[:-1]:
         kube.core.delete_namespaced_pod(name, namespace)
         wait.for_pod_gone(kube, namespace, name, timeout=UNPREPARE_TIMEOUT)
-    assert driver.calls("/NodeUnprepareResources") == [], "other pods still use the claim"
+    assert driver.calls("NodeUnprepareResources") == [], "other pods still use the claim"
     assert list(driver.prepared()) == [uid]
 
     kube.core.delete_namespaced_pod(names[-1], namespace)
     wait.for_pod_gone(kube, namespace, names[-1], timeout=UNPREPARE_TIMEOUT)
-    driver.wait_for_call("/NodeUnprepareResources", ok=True, timeout=UNPREPARE_TIMEOUT)
-    assert claim_uids(driver.calls("/NodeUnprepareResources")) == [uid]
+    driver.wait_for_call("NodeUnprepareResources", ok=True, timeout=UNPREPARE_TIMEOUT)
+    assert claim_uids(driver.calls("NodeUnprepareResources")) == [uid]
     assert driver.prepared() == {}
 
 
@@ -112,14 +112,14 @@ def test_failed_prepare_is_retried_until_it_succeeds(kube, namespace, dra_driver
     driver.fail_prepare("injected prepare failure", per_claim=per_claim)
     pod = dra_objects.pod("prepfail", template=dra_objects.template(driver.config.driver_name))
     name = pod.metadata.name
-    driver.wait_for_call("/NodePrepareResources", ok=False)
+    driver.wait_for_call("NodePrepareResources", ok=False)
     event = wait_dra.for_event(kube, namespace, name, "FailedPrepareDynamicResources")
     assert "injected prepare failure" in event
     assert pods.read(kube, namespace, name).status.phase == "Pending"
 
-    driver.clear_failures()
+    driver.clear_faults()
     wait.for_pod_running_ready(kube, namespace, name, timeout=RESYNC_TIMEOUT)
-    assert [c["ok"] for c in driver.calls("/NodePrepareResources")][-1] is True
+    assert [c.ok for c in driver.calls("NodePrepareResources")][-1] is True
 
 
 def test_blocked_prepare_holds_the_pod_until_released(kube, namespace, dra_driver, dra_objects):
@@ -149,7 +149,7 @@ def test_deleted_pod_stays_terminating_while_unprepare_fails(kube, namespace, dr
     driver.fail_unprepare("injected unprepare failure")
 
     kube.core.delete_namespaced_pod(name, namespace)
-    driver.wait_for_call("/NodeUnprepareResources", ok=False, timeout=UNPREPARE_TIMEOUT)
+    driver.wait_for_call("NodeUnprepareResources", ok=False, timeout=UNPREPARE_TIMEOUT)
     stays(
         lambda: None if pods.read(kube, namespace, name) else "gone",
         what="the pod object to stay while its claim is not unprepared",
@@ -157,7 +157,7 @@ def test_deleted_pod_stays_terminating_while_unprepare_fails(kube, namespace, dr
     )
     assert list(driver.prepared()) == [uid]
 
-    driver.clear_failures()
+    driver.clear_faults()
     wait.for_pod_gone(kube, namespace, name, timeout=RETRY_TIMEOUT)
     assert driver.prepared() == {}
-    assert claim_uids(driver.calls("/NodeUnprepareResources"))[-1] == uid
+    assert claim_uids(driver.calls("NodeUnprepareResources"))[-1] == uid

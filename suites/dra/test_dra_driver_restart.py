@@ -34,8 +34,8 @@ def test_killed_driver_registers_again_when_restarted(node, dra_driver):
     assert driver.pid != first_pid
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
     notifications = driver.registrations()
-    assert [n["plugin_registered"] for n in notifications] == [True, True]
-    assert notifications[-1]["pid"] == driver.pid
+    assert [n.ok for n in notifications] == [True, True]
+    assert notifications[-1].pid == driver.pid
 
 
 def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, node, dra_driver, resource_api):
@@ -81,10 +81,10 @@ def test_pod_deleted_while_driver_is_down_terminates_when_it_returns(kube, names
         return None if current.metadata.deletion_timestamp else f"not deleting: {pods.summary(current)}"
 
     stays(terminating, what="the pod to stay Terminating while the driver is away", duration=10)
-    assert driver.calls("/NodeUnprepareResources") == []
+    assert driver.calls("NodeUnprepareResources") == []
 
     driver.restart()
     wait.for_pod_gone(kube, namespace, name, timeout=UNPREPARE_TIMEOUT)
-    unprepares = driver.calls("/NodeUnprepareResources")
-    assert [c["request"]["claims"][0]["uid"] for c in unprepares if c["ok"]] == [uid]
+    unprepares = driver.calls("NodeUnprepareResources")
+    assert [c.request["claims"][0]["uid"] for c in unprepares if c.ok] == [uid]
     assert driver.prepared() == {}

@@ -16,7 +16,7 @@ RETRY_TIMEOUT = 90
 
 
 def claim_uids(calls):
-    return [claim["uid"] for call in calls for claim in call["request"].get("claims") or []]
+    return [uid for call in calls for uid in call.claim_uids]
 
 
 def running_claim_pod(kube, namespace, driver, dra_objects):
@@ -30,7 +30,7 @@ def test_driver_registers_again_after_kubelet_restart(node, dra_driver, kubelet_
     driver = dra_driver(devices=("dev-0",))
     node.kubelet.restart()
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
-    assert [r["plugin_registered"] for r in driver.registrations()] == [True, True]
+    assert [r.ok for r in driver.registrations()] == [True, True]
 
 
 def test_running_pod_claim_is_not_prepared_again_after_restart(
@@ -46,11 +46,11 @@ def test_running_pod_claim_is_not_prepared_again_after_restart(
     assert after.status.container_statuses[0].restart_count == 0
     # The checkpoint says the claim is prepared: no second call, not even an idempotent one.
     stays(
-        lambda: None if claim_uids(driver.calls("/NodePrepareResources")) == [uid] else str(driver.calls()[-3:]),
+        lambda: None if claim_uids(driver.calls("NodePrepareResources")) == [uid] else str(driver.calls()[-3:]),
         what="no further NodePrepareResources after the restart",
         duration=5,
     )
-    assert driver.calls("/NodeUnprepareResources") == []
+    assert driver.calls("NodeUnprepareResources") == []
 
 
 @pytest.mark.slow  # the kubelet finds the orphaned claim in its reconcile loop, every 60 s
@@ -65,8 +65,8 @@ def test_pod_deleted_while_kubelet_is_down_is_unprepared_after_start(
     assert list(driver.prepared()) == [uid]
 
     node.kubelet.start()
-    driver.wait_for_call("/NodeUnprepareResources", ok=True, timeout=UNPREPARE_TIMEOUT)
-    assert claim_uids(driver.calls("/NodeUnprepareResources")) == [uid]
+    driver.wait_for_call("NodeUnprepareResources", ok=True, timeout=UNPREPARE_TIMEOUT)
+    assert claim_uids(driver.calls("NodeUnprepareResources")) == [uid]
     assert driver.prepared() == {}
 
 
@@ -76,12 +76,12 @@ def test_failed_prepare_is_retried_after_kubelet_restart(
     driver = dra_driver(devices=("dev-0",))
     driver.fail_prepare("injected prepare failure")
     pod = dra_objects.pod("retry", template=dra_objects.template(driver.config.driver_name))
-    driver.wait_for_call("/NodePrepareResources", ok=False)
+    driver.wait_for_call("NodePrepareResources", ok=False)
     node.kubelet.stop()
-    driver.clear_failures()
+    driver.clear_faults()
     node.kubelet.start()
     wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=RETRY_TIMEOUT)
-    assert driver.calls("/NodePrepareResources")[-1]["ok"] is True
+    assert driver.calls("NodePrepareResources")[-1].ok is True
 
 
 def test_prepare_blocked_across_a_kubelet_restart(kube, node, namespace, dra_driver, dra_objects, kubelet_restored):
@@ -99,7 +99,7 @@ def test_prepare_blocked_across_a_kubelet_restart(kube, node, namespace, dra_dri
         "uid"
     ]
     assert list(driver.prepared()) == [uid]
-    assert any(c["ok"] for c in driver.calls("/NodePrepareResources"))
+    assert any(c.ok for c in driver.calls("NodePrepareResources"))
 
 
 def test_pod_deleted_while_prepare_blocked_and_kubelet_down_is_not_prepared(
@@ -114,14 +114,14 @@ def test_pod_deleted_while_prepare_blocked_and_kubelet_down_is_not_prepared(
     kube.core.delete_namespaced_pod(pod.metadata.name, namespace, grace_period_seconds=0)
     wait.for_pod_gone(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
     driver.unblock()  # the held call ends (its client is gone); the log has it once it returned
-    calls_before = len(driver.wait_for_call("/NodePrepareResources"))
+    calls_before = len(driver.wait_for_call("NodePrepareResources", done=True))
     node.kubelet.start()
     driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
     stays(
         lambda: (
             None
-            if len(driver.calls("/NodePrepareResources")) == calls_before
-            else str(driver.calls("/NodePrepareResources")[-1])
+            if len(driver.calls("NodePrepareResources")) == calls_before
+            else str(driver.calls("NodePrepareResources")[-1])
         ),
         what="no NodePrepareResources for the deleted pod",
         duration=10,

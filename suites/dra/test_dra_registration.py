@@ -23,10 +23,10 @@ def test_registration_recovers_after_getinfo_failures(dra_driver):
     driver = dra_driver(devices=("dev-0",), register_on_start=False)
     driver.fail_get_info("injected GetInfo failure")
     driver.start_registrar()
-    driver.wait_for_call("/GetInfo", ok=False, timeout=REGISTRATION_TIMEOUT)
+    driver.wait_for_call("GetInfo", ok=False, timeout=REGISTRATION_TIMEOUT)
     assert driver.registrations() == [], "no registration notification while GetInfo fails"
 
-    driver.clear_failures()
+    driver.clear_faults()
     driver.wait_for_registration(timeout=REGISTRATION_RETRY_TIMEOUT)
 
 
@@ -40,7 +40,7 @@ def test_service_socket_up_after_registration(kube, node, namespace, dra_driver,
     wait_dra.for_kubelet_connection(node, mark, driver.config.driver_name)
     pod = dra_objects.pod("late", template=dra_objects.template(driver.config.driver_name))
     wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
-    assert [c["ok"] for c in driver.calls("/NodePrepareResources")] == [True]
+    assert [c.ok for c in driver.calls("NodePrepareResources")] == [True]
 
 
 @pytest.mark.slow  # the pod is retried at the kubelet's resync interval (60-90 s)
@@ -55,9 +55,9 @@ def test_prepare_waits_for_a_stopped_dra_service(kube, node, namespace, dra_driv
     event = wait_dra.for_event(kube, namespace, name, "FailedPrepareDynamicResources", timeout=POD_TIMEOUT)
     assert "NodePrepareResources" in event
     assert pods.read(kube, namespace, name).status.phase == "Pending"
-    assert driver.calls("/NodePrepareResources") == []
+    assert driver.calls("NodePrepareResources") == []
     mark = node.kubelet.log_mark()
     driver.start_dra_service()
     wait_dra.for_kubelet_connection(node, mark, driver.config.driver_name)
     wait.for_pod_running_ready(kube, namespace, name, timeout=RESYNC_TIMEOUT)
-    assert driver.calls("/NodePrepareResources")[-1]["ok"] is True
+    assert driver.calls("NodePrepareResources")[-1].ok is True

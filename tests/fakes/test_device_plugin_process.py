@@ -3,13 +3,15 @@ and control-channel errors that say what went wrong."""
 
 import itertools
 import os
+import signal
 
+import grpc
 import pytest
 
 from device_conformance.errors import ConformanceError, WaitTimeout
-from device_conformance.fakes.device_plugin import ControlError
-from device_conformance.fakes.device_plugin.calllog import REGISTER, RPC, STREAM_SEND
-from device_conformance.fakes.device_plugin.handle import SUN_PATH_MAX
+from device_conformance.fakes.common.calls import REGISTER, RPC, STREAM_SEND
+from device_conformance.fakes.common.control import ControlError
+from device_conformance.fakes.common.sockets import SUN_PATH_MAX
 
 RESOURCE = "example.com/dev"
 
@@ -29,7 +31,7 @@ def test_stop_serving_closes_the_socket_and_start_serving_brings_it_back(kubelet
     kubelet_stub.endpoint(RESOURCE).wait_for_devices("listed again", lambda d: len(d) == 2)
 
 
-def test_call_log_is_ordered_and_the_file_matches_memory(kubelet_stub, start_plugin):
+def test_call_log_is_ordered_and_written_by_the_plugin_process(kubelet_stub, start_plugin):
     plugin = start_plugin()
     ep = kubelet_stub.endpoint(RESOURCE)
     ep.wait_for_devices("listed", lambda d: len(d) == 2)
@@ -49,7 +51,8 @@ def test_call_log_is_ordered_and_the_file_matches_memory(kubelet_stub, start_plu
     ]
     assert [r.seq for r in records] == [1, 2, 3, 4, 5, 6]
     assert all(a.started_mono <= b.started_mono for a, b in itertools.pairwise(records))
-    assert plugin.logged_calls() == records
+    assert {r.pid for r in records} == {plugin.pid}
+    assert all(r.done and r.ok for r in records if r.method != "ListAndWatch" or r.kind == STREAM_SEND)
 
 
 def test_sigkill_leaves_the_call_log_readable(kubelet_stub, start_plugin):
@@ -59,9 +62,9 @@ def test_sigkill_leaves_the_call_log_readable(kubelet_stub, start_plugin):
     plugin.kill()
 
     assert not plugin.is_running()
-    allocate = [c for c in plugin.logged_calls() if c.method == "Allocate"]
+    allocate = plugin.calls("Allocate")
     assert allocate[0].request == {"container_requests": [{"devices_ids": ["dev-2"]}]}
-    stream = next(c for c in plugin.logged_calls() if c.method == "ListAndWatch" and c.kind == RPC)
+    [stream] = plugin.calls("ListAndWatch", kind=RPC)
     assert not stream.done  # it was still streaming when the process died
     assert os.path.exists(plugin.config.socket_path())  # a crash leaves the socket behind
     with pytest.raises(ControlError, match="exited with code -9"):
@@ -80,9 +83,9 @@ def test_respawn_after_a_crash_registers_again_and_continues_the_call_log(kubele
 
     assert plugin.pid != first_pid
     kubelet_stub.wait_for_registration(2)
-    # Register, options, stream, one send in the first process; in memory now only the second one's.
-    assert [r.seq for r in plugin.registrations()] == [5]
-    assert [(r.seq, r.method, r.pid) for r in plugin.logged_calls() if r.kind == REGISTER] == [
+    # Register, options, stream, one send in the first process; the file goes on with the second one's.
+    assert [(r.seq, r.pid, r.ok) for r in plugin.registrations()] == [(1, first_pid, True), (5, plugin.pid, True)]
+    assert [(r.seq, r.method, r.pid) for r in plugin.calls(kind=REGISTER)] == [
         (1, "Register", first_pid),
         (5, "Register", plugin.pid),
     ]
@@ -109,7 +112,7 @@ def test_control_errors_name_the_problem_and_the_plugin_keeps_running(kubelet_st
     with pytest.raises(ControlError, match="unknown gRPC status code 'BROKEN'"):
         plugin.fail("Allocate", "BROKEN", "typo")
 
-    assert plugin.status()["faults"] == {"failures": {}, "blocked": []}
+    assert plugin.status()["faults"] == {"faults": [], "blocked_calls": []}
 
 
 def test_wait_for_call_timeout_says_what_it_awaited_and_saw(kubelet_stub, start_plugin):
@@ -120,7 +123,7 @@ def test_wait_for_call_timeout_says_what_it_awaited_and_saw(kubelet_stub, start_
 
     message = str(timeout.value)
     assert "1 PreStartContainer call(s)" in message
-    assert "0 PreStartContainer call(s); latest calls: #2 GetDevicePluginOptions (ok)" in message
+    assert "0 matching PreStartContainer call(s); latest calls: #2 GetDevicePluginOptions (ok)" in message
 
 
 def test_a_long_workdir_gets_a_short_control_socket(kubelet_stub, start_plugin, tmp_path):
@@ -139,3 +142,18 @@ def test_a_long_workdir_gets_a_short_control_socket(kubelet_stub, start_plugin, 
 def test_start_fails_fast_with_the_log_when_the_process_dies(plugin_dirs, start_plugin):
     with pytest.raises(ConformanceError, match=r"exited with code 1 before it was ready(.|\n)*Traceback"):
         start_plugin(socket_dir=str(plugin_dirs / "missing"))
+
+
+def test_a_crash_fault_kills_the_plugin_in_the_middle_of_the_call(kubelet_stub, start_plugin):
+    plugin = start_plugin()
+    ep = kubelet_stub.endpoint(RESOURCE)
+    pid = plugin.pid
+    plugin.crash("Allocate")
+
+    with pytest.raises(grpc.RpcError) as failed:
+        ep.allocate(["dev-1"])
+
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert plugin.stop() == -signal.SIGKILL
+    [allocate] = plugin.calls("Allocate")
+    assert (allocate.done, allocate.pid) == (False, pid)  # the log shows it in flight when the process died

@@ -3,7 +3,7 @@ back by itself after a kubelet restart (unless registration is held)."""
 
 import os
 
-from device_conformance.fakes.device_plugin.calllog import REGISTER
+from device_conformance.fakes.common.calls import REGISTER
 from device_conformance.fakes.kubelet_stub import KubeletStub
 
 RESOURCE = "example.com/dev"

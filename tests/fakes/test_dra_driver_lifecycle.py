@@ -8,8 +8,9 @@ import tempfile
 import grpc
 import pytest
 
+from device_conformance.fakes.common.process import FakeStartError
 from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
-from device_conformance.fakes.dra_driver.handle import DriverStartError, start
+from device_conformance.fakes.dra_driver.handle import start
 from device_conformance.fakes.dra_driver.kubelet_client import KubeletClient
 from device_conformance.protos.drahealth.v1alpha1 import api_pb2 as health_pb2
 
@@ -60,18 +61,18 @@ def test_get_info_reports_the_kubelets_view_and_versions_in_order(make_driver):
     assert os.path.basename(driver.config.registration_socket) == "dra.example.com-reg.sock"
     assert (info.type, info.name, info.endpoint) == ("DRAPlugin", "dra.example.com", KUBELET_ENDPOINT)
     assert list(info.supported_versions) == ["v1beta1.DRAPlugin", "v1.DRAPlugin", "v1alpha1.DRAResourceHealth"]
-    assert driver.calls()[0]["method"] == "/pluginregistration.Registration/GetInfo"
+    assert (driver.calls()[0].service, driver.calls()[0].method) == ("pluginregistration.Registration", "GetInfo")
 
 
 def test_registration_notifications_are_recorded(driver, kubelet):
     kubelet.notify(False, "RegisterPlugin error -- plugin validation failed with err: nope")
     kubelet.notify(True)
 
-    assert [(r["plugin_registered"], r["error"]) for r in driver.registrations()] == [
+    assert [(r.ok, r.error) for r in driver.registrations()] == [
         (False, "RegisterPlugin error -- plugin validation failed with err: nope"),
         (True, ""),
     ]
-    assert driver.wait_for_registration(timeout=5)["pid"] == driver.pid
+    assert driver.wait_for_registration(timeout=5).pid == driver.pid
 
 
 def test_get_info_failure_only_n_times(driver, kubelet):
@@ -81,7 +82,7 @@ def test_get_info_failure_only_n_times(driver, kubelet):
         kubelet.get_info()
     assert (err.value.code(), err.value.details()) == (grpc.StatusCode.UNAVAILABLE, "not ready")
     assert kubelet.get_info().name == "dra.example.com"
-    assert [c["ok"] for c in driver.calls("/GetInfo")] == [False, True]
+    assert [c.ok for c in driver.calls("GetInfo")] == [False, True]
 
 
 def test_dra_service_stops_while_registrar_still_answers(driver, kubelet):
@@ -118,7 +119,8 @@ def test_health_stream_sends_the_full_list_on_every_push(make_driver):
     driver = make_driver(health_service=True)
     with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as kubelet:
         stream = kubelet.watch_health(timeout=20)
-        driver.wait_for_call("/v1alpha1.DRAResourceHealth/NodeWatchResources", timeout=10)
+        [watch] = driver.wait_for_call("NodeWatchResources", timeout=10)
+        assert (watch.service, watch.done) == ("v1alpha1.DRAResourceHealth", False)
 
         assert driver.push_health({"dev-0": "Unhealthy"}, message="ECC errors") == 1
         first = next(stream)
@@ -152,7 +154,7 @@ def test_sigkill_leaves_call_log_prepared_set_and_stale_sockets(driver, kubelet)
     driver.kill()
 
     assert not driver.is_running()
-    assert [c["method"].rsplit("/", 1)[-1] for c in driver.calls()] == ["NodePrepareResources"]
+    assert [c.method for c in driver.calls()] == ["NodePrepareResources"]
     assert set(driver.prepared()) == {"uid-1"}  # from the state file
     assert os.path.exists(driver.config.registration_socket)  # like a crashed plugin
 
@@ -160,7 +162,25 @@ def test_sigkill_leaves_call_log_prepared_set_and_stale_sockets(driver, kubelet)
     assert driver.pid != old_pid
     assert set(driver.prepared()) == {"uid-1"}
     kubelet.unprepare([CLAIM])
-    assert [c["pid"] for c in driver.calls()] == [old_pid, driver.pid]
+    assert [c.pid for c in driver.calls()] == [old_pid, driver.pid]
+
+
+def test_a_crash_fault_kills_the_driver_in_the_middle_of_prepare(driver, kubelet):
+    driver.push_allocation("uid-1", namespace="ns-1", name="claim-1", devices=["dev-0"])
+    pid = driver.pid
+    driver.crash("NodePrepareResources", claim_uid="uid-1")
+
+    with pytest.raises(grpc.RpcError) as err:
+        kubelet.prepare([CLAIM], timeout=10)
+
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert driver.stop() == -signal.SIGKILL
+    assert [(c.method, c.done, c.pid) for c in driver.calls()] == [("NodePrepareResources", False, pid)]
+    assert driver.prepared() == {}
+    driver.respawn()
+    with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as again:
+        assert again.prepare([CLAIM], timeout=10).claims["uid-1"].error == ""  # the fault died with the process
+    assert [(c.seq, c.ok) for c in driver.calls()] == [(1, False), (2, True)]
 
 
 def test_sigterm_removes_sockets_and_cleanup_is_idempotent(driver):
@@ -180,8 +200,8 @@ def test_a_driver_that_cannot_start_is_reported_with_its_log(make_driver, tmp_pa
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
 
-    with pytest.raises(DriverStartError) as err:
+    with pytest.raises(FakeStartError) as err:
         make_driver(plugin_dir=str(blocker))  # the driver cannot create its socket directory
 
-    assert "driver process is not running" in str(err.value)
+    assert "exited with code 1 before it was ready" in str(err.value)
     assert "FileExistsError" in str(err.value)  # the traceback from the driver's log

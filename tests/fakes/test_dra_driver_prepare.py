@@ -13,8 +13,8 @@ from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
 from device_conformance.fakes.dra_driver.handle import start
 from device_conformance.fakes.dra_driver.kubelet_client import KubeletClient
 
-V1 = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"
-V1BETA1 = "/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin"
+V1 = "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"
+V1BETA1 = "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin"
 CLAIM = ("ns-1", "uid-1", "claim-1")
 OTHER = ("ns-1", "uid-2", "claim-2")
 
@@ -62,7 +62,7 @@ def test_prepare_answers_devices_and_writes_cdi_spec(driver, kubelet, tmp_path, 
         }
     ]
     assert driver.prepared()["uid-1"]["name"] == "claim-1"
-    assert [c["method"] for c in driver.calls()] == [f"{service}/NodePrepareResources"]
+    assert [(c.service, c.method, c.socket) for c in driver.calls()] == [(service, "NodePrepareResources", "dra.sock")]
 
 
 def test_unprepare_removes_cdi_spec_and_prepared_record(driver, kubelet, tmp_path):
@@ -81,7 +81,8 @@ def test_claim_without_allocation_gets_a_per_claim_error(driver, kubelet):
 
     assert response.claims["uid-1"].error == ""
     assert "no allocation pushed" in response.claims["uid-9"].error
-    assert driver.calls()[-1]["ok"] is False
+    assert (driver.calls()[-1].done, driver.calls()[-1].ok) == (True, False)
+    assert driver.calls()[-1].outcome() == "claim error"
 
 
 def test_prepare_grpc_failure_only_n_times(driver, kubelet):
@@ -93,9 +94,9 @@ def test_prepare_grpc_failure_only_n_times(driver, kubelet):
         assert (err.value.code(), err.value.details()) == (grpc.StatusCode.UNAVAILABLE, "injected")
     assert kubelet.prepare([CLAIM]).claims["uid-1"].error == ""
 
-    assert [c["ok"] for c in driver.calls("/NodePrepareResources")] == [False, False, True]
-    assert driver.calls()[0]["error"] == {"code": "UNAVAILABLE", "message": "injected"}
-    assert driver.count_calls("/NodePrepareResources", ok=True) == 1
+    assert [c.ok for c in driver.calls("NodePrepareResources")] == [False, False, True]
+    assert driver.calls()[0].error == {"code": "UNAVAILABLE", "message": "injected"}
+    assert sum(c.ok for c in driver.calls("NodePrepareResources")) == 1
 
 
 def test_per_claim_failure_hits_only_that_claim_until_cleared(driver, kubelet):
@@ -105,7 +106,7 @@ def test_per_claim_failure_hits_only_that_claim_until_cleared(driver, kubelet):
     assert (response.claims["uid-1"].error, response.claims["uid-2"].error) == ("", "claim broken")
     assert set(driver.prepared()) == {"uid-1"}
 
-    driver.clear_failures()
+    driver.clear_faults()
     assert kubelet.prepare([OTHER]).claims["uid-2"].error == ""
 
 
@@ -128,13 +129,15 @@ def test_blocked_prepare_waits_for_unblock(driver, kubelet):
     pending = kubelet.prepare_future([CLAIM], timeout=30)
 
     held = driver.wait_for_blocked("NodePrepareResources", timeout=10)
-    assert held[0]["claims"] == ["uid-1"]
+    assert held[0].claims == ["uid-1"]
     assert kubelet.prepare([OTHER], timeout=10).claims["uid-2"].error == ""  # other claims go through
     assert not pending.done()
 
     driver.unblock()
     assert pending.result(timeout=10).claims["uid-1"].error == ""
-    assert [c["request"]["claims"][0]["uid"] for c in driver.calls()] == ["uid-2", "uid-1"]
+    # Called first, finished last: the block held only uid-1.
+    assert [c.claim_uids for c in driver.calls()] == [["uid-1"], ["uid-2"]]
+    assert [c.claim_uids for c in sorted(driver.calls(), key=lambda c: c.ended_mono)] == [["uid-2"], ["uid-1"]]
 
 
 def test_blocked_prepare_ends_at_the_callers_deadline(driver, kubelet):
@@ -144,8 +147,8 @@ def test_blocked_prepare_ends_at_the_callers_deadline(driver, kubelet):
         kubelet.prepare([CLAIM], timeout=0.5)
 
     assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    logged = driver.wait_for_call("/NodePrepareResources", timeout=10)
-    assert logged[0]["error"]["code"] == "CANCELLED"
+    logged = driver.wait_for_call("NodePrepareResources", done=True, timeout=10)
+    assert logged[0].error["code"] == "CANCELLED"
     assert driver.prepared() == {}
 
 
@@ -153,8 +156,8 @@ def test_wait_for_call_timeout_names_what_it_waited_for(driver, kubelet):
     kubelet.prepare([CLAIM])
 
     with pytest.raises(WaitTimeout) as err:
-        driver.wait_for_call("/NodeUnprepareResources", timeout=0.3)
+        driver.wait_for_call("NodeUnprepareResources", timeout=0.3)
 
     message = str(err.value)
-    assert "1 call(s) to */NodeUnprepareResources" in message
-    assert "NodePrepareResources=ok" in message
+    assert "1 NodeUnprepareResources call(s)" in message
+    assert "#1 NodePrepareResources (ok)" in message

@@ -17,14 +17,17 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import grpc
 
-from device_conformance.fakes.waiting import NotYet, wait_until
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
+from device_conformance.wait.core import Pending, until
 
 SUPPORTED_VERSIONS = ("v1beta1",)
+POLL_INTERVAL = 0.05
+T = TypeVar("T")
 _QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -35,6 +38,10 @@ def is_extended_resource_name(name: str) -> bool:
         return False
     prefix, _, short = f"requests.{name}".rpartition("/")
     return len(prefix) <= 253 and bool(_DNS_SUBDOMAIN.match(prefix)) and bool(_QUALIFIED_NAME.match(short))
+
+
+def _wait(what: str, probe: Callable[[], T | Pending], timeout: float) -> T:
+    return until(probe, what=what, timeout=timeout, interval=POLL_INTERVAL, max_interval=POLL_INTERVAL)
 
 
 def go_error_text(err: grpc.RpcError) -> str:
@@ -94,19 +101,20 @@ class PluginEndpoint:
         self._stub.PreStartContainer(pb.PreStartContainerRequest(devices_ids=device_ids), timeout=timeout)
 
     def wait_for_devices(self, what: str, check: Callable[[dict[str, str]], bool], timeout: float = 10.0) -> None:
-        def probe() -> None:
-            if not check(self.devices):
-                raise NotYet(f"devices {self.devices} after {len(self.updates)} update(s), stream {self.stream_state}")
+        def probe() -> bool | Pending:
+            if check(self.devices):
+                return True
+            return Pending(f"devices {self.devices} after {len(self.updates)} update(s), stream {self.stream_state}")
 
-        wait_until(f"{self.resource_name} devices {what}", probe, timeout)
+        _wait(f"{self.resource_name} devices {what}", probe, timeout)
 
     def wait_for_stream_end(self, timeout: float = 10.0) -> str:
-        def probe() -> str:
+        def probe() -> str | Pending:
             if self.stream_state == "open":
-                raise NotYet(f"stream open after {len(self.updates)} update(s)")
+                return Pending(f"stream open after {len(self.updates)} update(s)")
             return self.stream_state
 
-        return wait_until(f"the ListAndWatch stream of {self.resource_name} to end", probe, timeout)
+        return _wait(f"the ListAndWatch stream of {self.resource_name} to end", probe, timeout)
 
     def close(self) -> None:
         with self._cond:
@@ -181,13 +189,13 @@ class KubeletStub(pb_grpc.RegistrationServicer):
     def wait_for_registration(
         self, count: int = 1, *, ok: bool | None = True, timeout: float = 10.0
     ) -> StubRegistration:
-        def probe() -> StubRegistration:
+        def probe() -> StubRegistration | Pending:
             regs = [r for r in self.registrations if ok is None or (r.error is None) == ok]
             if len(regs) < count:
-                raise NotYet(f"{len(regs)} matching of {len(self.registrations)} registration(s)")
+                return Pending(f"{len(regs)} matching of {len(self.registrations)} registration(s)")
             return regs[count - 1]
 
-        return wait_until(f"registration #{count} (ok={ok}) at the kubelet stub", probe, timeout)
+        return _wait(f"registration #{count} (ok={ok}) at the kubelet stub", probe, timeout)
 
     def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
         registration = StubRegistration(request.version, request.endpoint, request.resource_name, request.options)

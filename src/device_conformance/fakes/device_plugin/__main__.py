@@ -16,8 +16,8 @@ import sys
 import threading
 from types import FrameType
 
+from device_conformance.fakes.common.control import ControlServer
 from device_conformance.fakes.device_plugin.config import DevicePluginConfig
-from device_conformance.fakes.device_plugin.control import ControlServer
 from device_conformance.fakes.device_plugin.plugin import FakeDevicePlugin
 
 

@@ -1,26 +1,22 @@
-"""Start the fake device plugin as a separate process and control it; used by tests and fixtures."""
+"""Start the fake device plugin as a separate process and drive it; used by tests and fixtures."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import os
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from device_conformance.errors import BadInput, ConformanceError
-from device_conformance.fakes.device_plugin.calllog import CallRecord, RegistrationRecord, read_call_log
-from device_conformance.fakes.device_plugin.client import ControlError, DevicePluginControl
-from device_conformance.fakes.device_plugin.config import DevicePluginConfig
-from device_conformance.fakes.device_plugin.server import remove_socket
-from device_conformance.fakes.waiting import NotYet
+import grpc
 
-SUN_PATH_MAX = 107  # bytes a Unix socket path may have on Linux (sun_path is 108 with the NUL)
+from device_conformance.fakes.common.calls import REGISTER, Call, Registration
+from device_conformance.fakes.common.handle import FakeHandle, code_name
+from device_conformance.fakes.common.process import FakeProcess
+from device_conformance.fakes.common.sockets import check_socket_path, control_socket_path
+from device_conformance.fakes.device_plugin.config import HEALTHY, DeviceConfig, DevicePluginConfig
+from device_conformance.wait.core import Pending
 
 
 def plugin_argv(config_path: str | Path, *, python: str = sys.executable, exit_with_parent: bool = False) -> list[str]:
@@ -29,42 +25,42 @@ def plugin_argv(config_path: str | Path, *, python: str = sys.executable, exit_w
     return [*argv, "--exit-with-parent"] if exit_with_parent else argv
 
 
-def _check_socket_path(path: str, what: str) -> None:
-    if len(os.fsencode(path)) > SUN_PATH_MAX:
-        raise BadInput(
-            f"{what} path is {len(os.fsencode(path))} bytes, over the {SUN_PATH_MAX}-byte limit: {path}",
-            "use a shorter directory, e.g. one from tempfile.mkdtemp(dir='/tmp')",
+def registration_of(call: Call) -> Registration:
+    """Our Register call and the kubelet's answer to it."""
+    err = call.error or {}
+    return Registration(
+        seq=call.seq,
+        pid=call.pid,
+        ok=call.ok,
+        error=err.get("message", ""),
+        error_code=err.get("code", ""),
+        started_mono=call.started_mono,
+        started_wall=call.started_wall,
+        ended_mono=call.ended_mono,
+        socket_name=call.request.get("endpoint", ""),
+        version=call.request.get("version", ""),
+        resource_name=call.request.get("resource_name", ""),
+        reason=(call.response or {}).get("reason", ""),
+    )
+
+
+class DevicePluginHandle(FakeHandle):
+    REGISTRATION_METHOD = "Register"
+    REGISTRATION_KIND = REGISTER
+    WAIT_TIMEOUT = 10.0
+    CONTROL_TIMEOUT = 30.0
+    READY_TIMEOUT = 30.0
+
+    def __init__(self, config: DevicePluginConfig, workdir: Path, python: str = sys.executable) -> None:
+        """Use start(); config must have control_socket and call_log filled in."""
+        stem = Path(config.socket_name).stem
+        self.config, self.workdir = config, workdir
+        self.config_path = workdir / f"{stem}.json"
+        process = FakeProcess(
+            plugin_argv(self.config_path, python=python, exit_with_parent=True), workdir / f"{stem}.log"
         )
-
-
-def _spawn(config_path: Path, log_path: Path, python: str) -> subprocess.Popen[bytes]:
-    """Own session, so kill() reaches the whole group and a Ctrl-C of the test run does not."""
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            plugin_argv(config_path, python=python, exit_with_parent=True),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            cwd=config_path.parent,
-            start_new_session=True,
-        )
-
-
-class DevicePluginHandle(DevicePluginControl):
-    def __init__(
-        self,
-        config: DevicePluginConfig,
-        workdir: Path,
-        process: subprocess.Popen[bytes],
-        short_dir: str | None = None,
-        python: str = sys.executable,
-    ) -> None:
-        super().__init__(config.control_socket, name=f"fake device plugin {config.resource_name} (pid {process.pid})")
-        self.config, self.workdir, self.process = config, workdir, process
-        self.log_path = workdir / f"{Path(config.socket_name).stem}.log"
-        self._short_dir = short_dir
+        super().__init__(f"fake device plugin {config.resource_name}", process, config.control_socket, config.call_log)
         self._socket_names = {config.socket_name}
-        self._python = python
 
     @classmethod
     def start(
@@ -75,124 +71,89 @@ class DevicePluginHandle(DevicePluginControl):
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         stem = Path(config.socket_name).stem
-        short_dir = None
-        control = config.control_socket or str(workdir / f"{stem}.ctl")
-        if not config.control_socket and len(os.fsencode(control)) > SUN_PATH_MAX:
-            short_dir = tempfile.mkdtemp(prefix="dp-", dir="/tmp")
-            control = os.path.join(short_dir, "ctl")
+        control, short_dir = config.control_socket, None
+        if not control:
+            control, short_dir = control_socket_path(str(workdir / f"{stem}.ctl"), "dp-")
         config = dataclasses.replace(
             config, control_socket=control, call_log=config.call_log or str(workdir / f"{stem}.calls.jsonl")
         )
-        _check_socket_path(config.socket_path(), "device plugin socket")
-        _check_socket_path(config.kubelet_socket_path, "kubelet socket")
-        _check_socket_path(config.control_socket, "control socket")
-        config_path = workdir / f"{stem}.json"
-        config.save(config_path)
-        handle = cls(config, workdir, _spawn(config_path, workdir / f"{stem}.log", python), short_dir, python)
+        handle = cls(config, workdir, python)
+        handle._short_dir = short_dir
         try:
-            handle._wait_ready(timeout)
+            check_socket_path(config.socket_path(), "device plugin socket")
+            check_socket_path(config.kubelet_socket_path, "kubelet socket")
+            check_socket_path(config.control_socket, "control socket")
+            config.save(handle.config_path)
+            handle.respawn(timeout)
         except BaseException:
             handle.cleanup()
             raise
         return handle
 
-    def respawn(self, timeout: float = 30.0) -> None:
-        """Start the plugin again after kill() or stop(), same config: same sockets, and the call log
-        file continues (seq goes on). Like a plugin pod being re-created on the node."""
-        if self.is_running():
-            raise ConformanceError(f"{self.name} is still running; kill() or stop() it before respawn()")
-        self.process = _spawn(self.workdir / f"{Path(self.config.socket_name).stem}.json", self.log_path, self._python)
-        self.name = f"fake device plugin {self.config.resource_name} (pid {self.process.pid})"
-        self._wait_ready(timeout)
+    def _sockets(self) -> Iterable[str]:
+        return [self.config.socket_path(name) for name in self._socket_names]
 
-    def _wait_ready(self, timeout: float) -> None:
-        self._wait(f"{self.name} to answer on {self.config.control_socket}", self._probe_ready, timeout)
+    # -- device list (each change makes open ListAndWatch streams send the full list) ---------------
 
-    # -- process control -------------------------------------------------------------------------
+    def set_health(self, device_id: str, healthy: bool) -> None:
+        self.control("set_health", device_id=device_id, healthy=healthy)
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
+    def set_devices(self, devices: Sequence[DeviceConfig | str]) -> None:
+        """Replace the whole device list (a plain string is a healthy device without topology)."""
+        devs = [DeviceConfig(d) if isinstance(d, str) else d for d in devices]
+        self.control("set_devices", devices=[asdict(d) for d in devs])
 
-    def is_running(self) -> bool:
-        return self.process.poll() is None
+    def add_device(self, device_id: str, *, health: str = HEALTHY, numa_nodes: Sequence[int] = ()) -> None:
+        self.control("add_device", device=asdict(DeviceConfig(device_id, health, list(numa_nodes))))
 
-    def kill(self) -> None:
-        """SIGKILL, like a crashed plugin: its sockets stay behind, the call log stays readable."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
+    def remove_device(self, device_id: str) -> None:
+        self.control("remove_device", device_id=device_id)
 
-    def stop(self, timeout: float = 10.0) -> int:
-        """SIGTERM and wait (SIGKILL after timeout); returns the exit code (0 = clean shutdown)."""
-        if self.is_running():
-            with contextlib.suppress(ProcessLookupError):
-                self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        return self.process.returncode
+    def end_stream(self, error: str | None = None, *, code: str | grpc.StatusCode = "INTERNAL") -> int:
+        """End every open ListAndWatch stream: cleanly, or with status `code` and message `error`.
+        Returns how many streams were open."""
+        return self.control("end_stream", error=error, code=code_name(code))["open_streams"]
 
-    def cleanup(self) -> None:
-        """Idempotent: stop the process if needed and remove every socket it may have left."""
-        self.stop()
-        for name in self._socket_names:
-            remove_socket(self.config.socket_path(name))
-        remove_socket(self.config.control_socket)
-        if self._short_dir:
-            shutil.rmtree(self._short_dir, ignore_errors=True)
+    # -- serving and registration ---------------------------------------------------------------------
 
-    def __enter__(self) -> DevicePluginHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.cleanup()
-
-    # -- artifacts -------------------------------------------------------------------------------
-
-    def logged_calls(self) -> list[CallRecord]:
-        """The call log file, every process that used it; readable after kill()."""
-        return read_call_log(self.config.call_log)
-
-    def log_tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return "(no log)"
-
-    # -- overrides -------------------------------------------------------------------------------
-
-    def register(
-        self, socket_name: str | None = None, version: str | None = None, resource_name: str | None = None
-    ) -> RegistrationRecord:
-        if socket_name:
-            self._socket_names.add(socket_name)
-        return super().register(socket_name, version, resource_name)
+    def stop_serving(self, socket_name: str | None = None) -> None:
+        """Close the gRPC server(s) and remove the socket(s); all when socket_name is None."""
+        self.control("stop_serving", socket_name=socket_name)
 
     def start_serving(self, socket_name: str | None = None) -> None:
         if socket_name:
             self._socket_names.add(socket_name)
-        super().start_serving(socket_name)
+        self.control("start_serving", socket_name=socket_name)
 
-    def _probe_ready(self) -> Any:
-        if not self.is_running():
-            raise ConformanceError(
-                f"{self.name} exited with code {self.process.returncode} before it was ready;"
-                f" log {self.log_path}:\n{self.log_tail()}"
-            )
-        try:
-            return self._call("ping")
-        except ControlError as err:
-            raise NotYet(str(err)) from err
+    def register(
+        self, socket_name: str | None = None, version: str | None = None, resource_name: str | None = None
+    ) -> Registration:
+        """Register now and return the outcome (the kubelet's error text in .error when rejected)."""
+        if socket_name:
+            self._socket_names.add(socket_name)
+        answer = self.control("register", socket_name=socket_name, version=version, resource_name=resource_name)
+        return registration_of(Call.from_dict(answer))
 
-    def _call(self, op: str, **args: Any) -> Any:
-        try:
-            return super()._call(op, **args)
-        except ControlError as err:
-            if self.is_running():
-                raise
-            raise ControlError(
-                f"{err}\n  the process exited with code {self.process.returncode};"
-                f" log {self.log_path}:\n{self.log_tail(15)}"
-            ) from err
+    def hold_registration(self, hold: bool = True) -> None:
+        """Hold back automatic registration; hold_registration(False) makes the one owed, if any."""
+        self.control("hold_registration", hold=hold)
+
+    # -- observing ------------------------------------------------------------------------------------
+
+    def wait_for_status(
+        self, what: str, check: Callable[[dict[str, Any]], bool], *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Wait until check(status()) holds, e.g. lambda s: s["registration_owed"]; returns that status."""
+
+        def probe() -> dict[str, Any] | Pending:
+            status = self.status()
+            if check(status):
+                return status
+            shown = {k: status[k] for k in ("serving", "held", "registration_owed", "open_streams", "devices")}
+            return Pending(f"status {shown}")
+
+        return self.wait(what, probe, timeout)
+
+    @staticmethod
+    def _registration(call: Call) -> Registration:
+        return registration_of(call)

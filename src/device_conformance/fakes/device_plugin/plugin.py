@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from device_conformance.fakes.device_plugin.behaviour import Failure, Faults, status_code
-from device_conformance.fakes.device_plugin.calllog import CallLog
+from device_conformance.fakes.common.calls import Call, CallLog
+from device_conformance.fakes.common.faults import Faults, Status, status_code
 from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig
 from device_conformance.fakes.device_plugin.registration import register
 from device_conformance.fakes.device_plugin.server import PluginServer
-from device_conformance.fakes.device_plugin.service import DevicePluginService
+from device_conformance.fakes.device_plugin.service import METHODS, DevicePluginService
 from device_conformance.fakes.device_plugin.state import DeviceState
 from device_conformance.fakes.device_plugin.watcher import KubeletWatcher
 
@@ -25,7 +25,7 @@ class FakeDevicePlugin:
     def __init__(self, config: DevicePluginConfig) -> None:
         self.config = config
         self.state = DeviceState(config.devices)
-        self.faults = Faults()
+        self.faults = Faults(METHODS, api="DevicePlugin")
         self.log = CallLog(config.call_log)
         # One lock for sockets and registration, so the watcher and the control channel take turns.
         self._lock = threading.RLock()
@@ -57,7 +57,7 @@ class FakeDevicePlugin:
     def shutdown(self) -> None:
         if self._watcher:
             self._watcher.stop()
-        self.faults.clear()  # release blocked calls so the servers can stop quickly
+        self.faults.clear()  # release held calls so the servers can stop quickly
         with self._lock:
             for server in self._servers.values():
                 server.stop(grace=0)
@@ -125,10 +125,10 @@ class FakeDevicePlugin:
             if self._held:
                 self._owed_while_held = reason
                 return True
-            record = self._register(reason)
-            return record.ok or record.error_code != "UNAVAILABLE"
+            call = self._register(reason)
+            return call.ok or (call.error or {}).get("code") != "UNAVAILABLE"
 
-    def _register(self, reason: str) -> Any:
+    def _register(self, reason: str) -> Call:
         return register(
             self.config,
             self.log,
@@ -157,26 +157,22 @@ class FakeDevicePlugin:
         }
 
     def end_stream(self, error: str | None = None, code: str = "INTERNAL") -> dict[str, Any]:
-        failure = Failure(status_code(code), error, None) if error is not None else None
-        return {"open_streams": self.state.end_streams(failure)}
+        status = Status(status_code(code), error) if error is not None else None
+        return {"open_streams": self.state.end_streams(status)}
 
     def ops(self) -> dict[str, Callable[..., Any]]:
         """The control channel's verbs; each returns something JSON-serialisable."""
         return {
-            "ping": self.status,
+            "ping": lambda: {"pid": os.getpid()},
             "status": self.status,
             "set_health": lambda device_id, healthy: self.state.set_health(device_id, healthy),
             "set_devices": lambda devices: self.state.set_devices(DeviceConfig.from_dict(d) for d in devices),
             "add_device": lambda device: self.state.add_device(DeviceConfig.from_dict(device)),
             "remove_device": lambda device_id: self.state.remove_device(device_id),
             "end_stream": self.end_stream,
-            "fail": self.faults.fail,
-            "block": self.faults.block,
-            "unblock": self.faults.unblock,
-            "clear_faults": self.faults.clear,
+            **self.faults.ops(),
             "stop_serving": self.stop_serving,
             "start_serving": self.serve,
             "register": self.register,
             "hold_registration": self.hold_registration,
-            "calls": self.log.snapshot,
         }

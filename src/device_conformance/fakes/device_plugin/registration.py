@@ -6,13 +6,15 @@ import logging
 
 import grpc
 
-from device_conformance.fakes.device_plugin.calllog import REGISTER, CallLog, RegistrationRecord
+from device_conformance.fakes.common.calls import REGISTER, Call, CallLog
+from device_conformance.fakes.common.rpc import to_dict
 from device_conformance.fakes.device_plugin.config import DevicePluginConfig
-from device_conformance.fakes.device_plugin.service import options_message, to_dict
+from device_conformance.fakes.device_plugin.service import options_message
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 
 logger = logging.getLogger(__name__)
+SERVICE = pb.DESCRIPTOR.services_by_name["Registration"].full_name
 
 
 def register(
@@ -23,28 +25,27 @@ def register(
     version: str,
     resource_name: str,
     reason: str,
-) -> RegistrationRecord:
+) -> Call:
     """Register once, synchronously. The kubelet dials our socket back inside this call, so we must
     already be serving. Failures are recorded, not raised: tests assert on the kubelet's error text."""
     request = pb.RegisterRequest(
         version=version, endpoint=socket_name, resource_name=resource_name, options=options_message(config)
     )
-    record = log.start("Register", to_dict(request), kind=REGISTER, socket=socket_name)
+    call = log.start("Register", to_dict(request), service=SERVICE, kind=REGISTER, socket=socket_name)
     try:
         with grpc.insecure_channel(f"unix://{config.kubelet_socket_path}") as channel:
             # No wait_for_ready: a missing or dead kubelet.sock fails at once with UNAVAILABLE.
             pb_grpc.RegistrationStub(channel).Register(request, timeout=config.register_timeout)
     except grpc.RpcError as err:
-        log.finish(record, response={"reason": reason}, error={"code": err.code().name, "message": err.details() or ""})
+        log.finish(call, response={"reason": reason}, error={"code": err.code().name, "message": err.details() or ""})
     else:
-        log.finish(record, response={"reason": reason})
-    result = RegistrationRecord.from_call(record)
+        log.finish(call, response={"reason": reason})
     logger.info(
         "Register %s as %s (%s, %s): %s",
         socket_name,
         resource_name,
         version,
         reason,
-        "ok" if result.ok else f"{result.error_code}: {result.error}",
+        "ok" if call.ok else f"{(call.error or {}).get('code')}: {(call.error or {}).get('message')}",
     )
-    return result
+    return call

@@ -5,13 +5,12 @@ A grpc.Server cannot be restarted once stopped, so "start serving again" builds 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import stat
 from concurrent import futures
 
 import grpc
 
+from device_conformance.fakes.common.sockets import remove_socket
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 
 FileIdentity = tuple[int, int, int]  # (st_dev, st_ino, st_ctime_ns)
@@ -24,13 +23,6 @@ def file_identity(path: str) -> FileIdentity | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino, st.st_ctime_ns)
-
-
-def remove_socket(path: str) -> None:
-    """Remove path if it is a socket; leave anything else alone."""
-    with contextlib.suppress(OSError):
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
-            os.unlink(path)
 
 
 class PluginServer:

@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
 
 import grpc
-from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
+from device_conformance.fakes.common.calls import STREAM_SEND, CallLog
+from device_conformance.fakes.common.faults import Faults
+from device_conformance.fakes.common.rpc import Served, end_call, to_dict
 from device_conformance.fakes.device_plugin.allocate import container_response, preferred
-from device_conformance.fakes.device_plugin.behaviour import Faults
-from device_conformance.fakes.device_plugin.calllog import STREAM_SEND, CallLog, CallRecord
 from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig
 from device_conformance.fakes.device_plugin.state import DeviceState
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 
-
-def to_dict(message: Message) -> dict[str, Any]:
-    return MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
+SERVICE = pb.DESCRIPTOR.services_by_name["DevicePlugin"].full_name
+METHODS = ("GetDevicePluginOptions", "ListAndWatch", "GetPreferredAllocation", "Allocate", "PreStartContainer")
+CANCELLED = {"code": "CANCELLED", "message": ""}
 
 
 def to_device(device: DeviceConfig) -> pb.Device:
@@ -41,8 +40,9 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
     def __init__(
         self, config: DevicePluginConfig, state: DeviceState, faults: Faults, log: CallLog, socket_name: str
     ) -> None:
-        self._config, self._state, self._faults, self._log = config, state, faults, log
+        self._config, self._state, self._log = config, state, log
         self._socket = socket_name
+        self._rpc = Served(log, faults, SERVICE, socket_name)
 
     def GetDevicePluginOptions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.DevicePluginOptions:
         return self._unary("GetDevicePluginOptions", request, context, lambda: options_message(self._config))
@@ -80,58 +80,39 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         return self._unary("PreStartContainer", request, context, pb.PreStartContainerResponse)
 
     def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:
-        record = self._log.start("ListAndWatch", {}, socket=self._socket)
+        call = self._rpc.start("ListAndWatch", request)
         cancelled = self._cancel_event(context)
-        if not self._admit(record, context, cancelled):
-            return
+        self._rpc.admit(call, context)
         generation = self._state.open_stream()
         sent, version = 0, -1
         try:
             while True:
                 update = self._state.next_update(version, generation, cancelled)
                 if update is None:
-                    self._log.finish(record, response={"sent": sent}, error={"code": "CANCELLED", "message": ""})
+                    self._log.finish(call, response={"sent": sent}, error=CANCELLED)
                     return
                 if update.end:
                     if update.error:
-                        self._fail(record, context, update.error.code, update.error.message)
-                    else:
-                        self._log.finish(record, response={"sent": sent})
+                        end_call(self._log, call, context, update.error)
+                    self._log.finish(call, response={"sent": sent})
                     return
                 response = pb.ListAndWatchResponse(devices=[to_device(d) for d in update.devices])
                 # Logged before the yield: the generator resumes only when gRPC wants the next message,
                 # which can be after the kubelet already acted on this one.
-                self._log.event("ListAndWatch", to_dict(response), kind=STREAM_SEND, socket=self._socket)
+                self._log.event(
+                    "ListAndWatch", to_dict(response), service=SERVICE, kind=STREAM_SEND, socket=self._socket
+                )
                 version, sent = update.version, sent + 1
                 yield response
         finally:
             self._state.close_stream()
-            if not record.done:
-                self._log.finish(record, response={"sent": sent}, error={"code": "CANCELLED", "message": ""})
+            if not call.done:
+                self._log.finish(call, response={"sent": sent}, error=CANCELLED)
 
-    def _unary(self, method: str, request: Message, context: grpc.ServicerContext, answer: Any) -> Any:
-        record = self._log.start(method, to_dict(request), socket=self._socket)
-        if not self._admit(record, context, self._cancel_event(context)):
-            return None
-        response = answer()
-        self._log.finish(record, response=to_dict(response))
-        return response
-
-    def _admit(self, record: CallRecord, context: grpc.ServicerContext, cancelled: threading.Event) -> bool:
-        """Apply block and fail faults; False means the caller went away, a failure raises."""
-        self._faults.wait_if_blocked(record.method, cancelled)
-        if cancelled.is_set():
-            self._log.finish(record, error={"code": "CANCELLED", "message": "caller went away while blocked"})
-            return False
-        failure = self._faults.take_failure(record.method)
-        if failure:
-            self._fail(record, context, failure.code, failure.message)
-        return True
-
-    def _fail(self, record: CallRecord, context: grpc.ServicerContext, code: grpc.StatusCode, message: str) -> None:
-        """Log, then end the call with this status (context.abort raises; gRPC turns it into the status)."""
-        self._log.finish(record, error={"code": code.name, "message": message})
-        context.abort(code, message)
+    def _unary(
+        self, method: str, request: Message, context: grpc.ServicerContext, answer: Callable[[], Message]
+    ) -> Message:
+        return self._rpc.unary(method, request, context, lambda _: answer())
 
     def _cancel_event(self, context: grpc.ServicerContext) -> threading.Event:
         cancelled = threading.Event()

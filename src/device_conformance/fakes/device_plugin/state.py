@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from device_conformance.fakes.device_plugin.behaviour import Failure
+from device_conformance.fakes.common.faults import Status
 from device_conformance.fakes.device_plugin.config import HEALTHY, UNHEALTHY, DeviceConfig
 
 
@@ -22,7 +22,7 @@ class Update:
     version: int
     devices: list[DeviceConfig]
     end: bool = False
-    error: Failure | None = None
+    error: Status | None = None
 
 
 class DeviceState:
@@ -31,7 +31,7 @@ class DeviceState:
         self._devices = {d.id: replace(d) for d in devices}
         self._version = 1
         self._end_generation = 0
-        self._end_errors: dict[int, Failure | None] = {}
+        self._end_errors: dict[int, Status | None] = {}
         self._open_streams = 0
 
     def devices(self) -> list[DeviceConfig]:
@@ -63,7 +63,7 @@ class DeviceState:
                 raise KeyError(f"no device {device_id!r}; devices are {sorted(self._devices)}")
             return self._bump()
 
-    def end_streams(self, error: Failure | None) -> int:
+    def end_streams(self, error: Status | None) -> int:
         """Ask every stream open now to end; returns how many were open."""
         with self._cond:
             self._end_generation += 1

@@ -6,8 +6,8 @@ import argparse
 import signal
 import sys
 
+from device_conformance.fakes.common.control import ControlServer
 from device_conformance.fakes.dra_driver.config import DriverConfig
-from device_conformance.fakes.dra_driver.control import ControlServer
 from device_conformance.fakes.dra_driver.driver import Driver
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     driver = Driver(config)
     driver.start()
     # The control socket comes last: once it answers, everything the config asked for is up.
-    control = ControlServer(driver, config.control_socket)
+    control = ControlServer(config.control_socket, driver.ops())
     control.start()
     print(f"fake DRA driver {config.driver_name} ready: {driver.status()}", flush=True)
     try:

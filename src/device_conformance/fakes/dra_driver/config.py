@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from device_conformance.errors import BadInput
+from device_conformance.fakes.common.sockets import SUN_PATH_MAX
 
 DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 HEALTH_SERVICE_TOKEN = "v1alpha1.DRAResourceHealth"
-MAX_SOCKET_PATH = 107  # sun_path is 108 bytes including the terminating NUL
 
 
 @dataclass
@@ -107,9 +107,9 @@ class DriverConfig:
             if not getattr(self, name):
                 raise BadInput(f"fake DRA driver config: {name} is empty", f"set {name}")
         for path in self.sockets():
-            if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            if len(os.fsencode(path)) > SUN_PATH_MAX:
                 raise BadInput(
-                    f"socket path {path!r} is longer than {MAX_SOCKET_PATH} bytes",
+                    f"socket path {path!r} is longer than {SUN_PATH_MAX} bytes",
                     "use a short directory, e.g. tempfile.mkdtemp(dir='/tmp')",
                 )
 

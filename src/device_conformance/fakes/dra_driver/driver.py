@@ -1,7 +1,7 @@
 """The driver: wires the pieces together and owns the two gRPC servers (registrar, DRA service).
 
-The methods named in control.OPS are the control-channel operations, so their arguments and
-results are plain JSON values.
+The methods named in ops() are the control-channel operations, so their arguments and results are
+plain JSON values.
 """
 
 from __future__ import annotations
@@ -15,24 +15,19 @@ from typing import Any
 import grpc
 
 from device_conformance.errors import BadInput
+from device_conformance.fakes.common.calls import CallLog
+from device_conformance.fakes.common.faults import Faults
+from device_conformance.fakes.common.sockets import remove_socket
 from device_conformance.fakes.dra_driver import health, registration, service
-from device_conformance.fakes.dra_driver.calllog import CallLog
 from device_conformance.fakes.dra_driver.claims import ClaimPreparer
 from device_conformance.fakes.dra_driver.config import DriverConfig
-from device_conformance.fakes.dra_driver.faults import Faults
 from device_conformance.fakes.dra_driver.kubeapi import KubeApi
 from device_conformance.fakes.dra_driver.publisher import SlicePublisher
 from device_conformance.fakes.dra_driver.state import DriverState
 
 # Blocked calls and open health streams each hold a worker; the kubelet never has many at once.
 MAX_WORKERS = 32
-
-
-def remove_socket(path: str) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
+CLAIM_METHODS = ("NodePrepareResources", "NodeUnprepareResources")
 
 
 def serve_unix(path: str, add: Callable[[grpc.Server], None]) -> grpc.Server:
@@ -54,7 +49,7 @@ class Driver:
         config.validate()
         self.config = config
         self.calls = CallLog(config.call_log)
-        self.faults = Faults()
+        self.faults = Faults([*CLAIM_METHODS, "GetInfo"], api="DRA driver", claim_methods=CLAIM_METHODS)
         self.state = DriverState(config.state_file)
         self.health = health.HealthHub(config.pool)
         self.kube = KubeApi(config.kubeconfig, config.resource_api_version) if config.kubeconfig else None
@@ -116,33 +111,10 @@ class Driver:
             return self.status()
 
     def _add_dra(self, server: grpc.Server) -> None:
-        service.add_dra_services(server, self.preparer, self.faults, self.calls)
+        socket = os.path.basename(self.config.service_socket)
+        service.add_dra_services(server, self.preparer, self.faults, self.calls, socket)
         if self.config.health_service:
-            health.add_to_server(self.health, self.calls, server)
-
-    # --- faults --------------------------------------------------------------------------------
-
-    def fail(
-        self,
-        method: str,
-        message: str = "injected failure",
-        code: str | None = "UNKNOWN",
-        claim_uid: str | None = None,
-        times: int | None = None,
-    ) -> None:
-        self.faults.fail(method, message, code=code, claim_uid=claim_uid, times=times)
-
-    def clear_failures(self, method: str | None = None) -> None:
-        self.faults.clear(method)
-
-    def block(self, method: str, claim_uid: str | None = None) -> None:
-        self.faults.block(method, claim_uid)
-
-    def unblock(self, method: str | None = None, claim_uid: str | None = None) -> None:
-        self.faults.unblock(method, claim_uid)
-
-    def blocked_calls(self) -> list[dict[str, Any]]:
-        return self.faults.blocked_calls()
+            health.add_to_server(self.health, self.calls, server, socket)
 
     # --- health, devices, slices ---------------------------------------------------------------
 
@@ -179,10 +151,27 @@ class Driver:
     def prepared(self) -> dict[str, dict[str, Any]]:
         return self.state.prepared()
 
-    # --- introspection -------------------------------------------------------------------------
+    # --- introspection and the control channel ---------------------------------------------------
 
-    def ping(self) -> dict[str, Any]:
-        return {"pid": os.getpid()}
+    def ops(self) -> dict[str, Callable[..., Any]]:
+        """The control channel's verbs; each returns something JSON-serialisable."""
+        return {
+            "ping": lambda: {"pid": os.getpid()},
+            "status": self.status,
+            **self.faults.ops(),
+            "start_registrar": self.start_registrar,
+            "stop_registrar": self.stop_registrar,
+            "start_dra_service": self.start_dra_service,
+            "stop_dra_service": self.stop_dra_service,
+            "push_health": self.push_health,
+            "set_devices": self.set_devices,
+            "set_taints": self.set_taints,
+            "devices": self.devices,
+            "publish_slices": self.publish_slices,
+            "push_allocation": self.push_allocation,
+            "remove_allocation": self.remove_allocation,
+            "prepared": self.prepared,
+        }
 
     def status(self) -> dict[str, Any]:
         with self._lock:

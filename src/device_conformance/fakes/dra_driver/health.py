@@ -11,8 +11,8 @@ from typing import Any
 import grpc
 
 from device_conformance.errors import BadInput
-from device_conformance.fakes.dra_driver.calllog import CallLog
-from device_conformance.fakes.dra_driver.rpc import to_dict
+from device_conformance.fakes.common.calls import CallLog
+from device_conformance.fakes.common.rpc import to_dict
 from device_conformance.protos.drahealth.v1alpha1 import api_pb2, api_pb2_grpc
 
 SERVICE = api_pb2.DESCRIPTOR.services_by_name["DRAResourceHealth"].full_name
@@ -81,30 +81,33 @@ def to_response(snapshot: list[dict[str, Any]]) -> api_pb2.NodeWatchResourcesRes
 
 
 class HealthServicer(api_pb2_grpc.DRAResourceHealthServicer):
-    def __init__(self, hub: HealthHub, calls: CallLog) -> None:
+    def __init__(self, hub: HealthHub, calls: CallLog, socket: str) -> None:
         self._hub = hub
         self._calls = calls
+        self._socket = socket
 
     def NodeWatchResources(
         self, request: api_pb2.NodeWatchResourcesRequest, context: grpc.ServicerContext
     ) -> Iterator[api_pb2.NodeWatchResourcesResponse]:
-        # Logged when opened: a stream may outlive the process, and tests wait for the kubelet to connect.
-        self._calls.record(
-            f"/{SERVICE}/NodeWatchResources", to_dict(request), start=time.time(), response={"stream": "opened"}
-        )
+        # In flight while open: tests wait for the kubelet to connect.
+        call = self._calls.start("NodeWatchResources", to_dict(request), service=SERVICE, socket=self._socket)
         q, snapshot = self._hub.subscribe()
+        sent = 0
         try:
             if snapshot:
+                sent += 1
                 yield to_response(snapshot)
             while context.is_active():
                 try:
                     snapshot = q.get(timeout=0.2)
                 except queue.Empty:
                     continue
+                sent += 1
                 yield to_response(snapshot)
         finally:
             self._hub.unsubscribe(q)
+            self._calls.finish(call, response={"sent": sent}, error={"code": "CANCELLED", "message": ""})
 
 
-def add_to_server(hub: HealthHub, calls: CallLog, server: grpc.Server) -> None:
-    api_pb2_grpc.add_DRAResourceHealthServicer_to_server(HealthServicer(hub, calls), server)
+def add_to_server(hub: HealthHub, calls: CallLog, server: grpc.Server, socket: str) -> None:
+    api_pb2_grpc.add_DRAResourceHealthServicer_to_server(HealthServicer(hub, calls, socket), server)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-import grpc
+import os
+from typing import Any
 
-from device_conformance.fakes.dra_driver.calllog import CallLog
+import grpc
+from google.protobuf.message import Message
+
+from device_conformance.fakes.common.calls import CallLog
+from device_conformance.fakes.common.faults import Faults
+from device_conformance.fakes.common.rpc import Served
 from device_conformance.fakes.dra_driver.config import DriverConfig
-from device_conformance.fakes.dra_driver.faults import Faults
-from device_conformance.fakes.dra_driver.rpc import RpcFailure, handle_unary
 from device_conformance.protos.pluginregistration.v1 import api_pb2, api_pb2_grpc
 
 SERVICE = "pluginregistration.Registration"
@@ -19,16 +23,12 @@ class RegistrationServicer(api_pb2_grpc.RegistrationServicer):
 
     def __init__(self, config: DriverConfig, faults: Faults, calls: CallLog) -> None:
         self._config = config
-        self._faults = faults
-        self._calls = calls
+        self._rpc = Served(calls, faults, SERVICE, os.path.basename(config.registration_socket))
 
     def GetInfo(self, request: api_pb2.InfoRequest, context: grpc.ServicerContext) -> api_pb2.PluginInfo:
-        return handle_unary(self._calls, f"/{SERVICE}/GetInfo", request, context, self._info)
+        return self._serve("GetInfo", request, context, self._info)
 
     def _info(self) -> api_pb2.PluginInfo:
-        failure, _ = self._faults.take("GetInfo", [])
-        if failure is not None:
-            raise RpcFailure(failure.code or "UNKNOWN", failure.message)
         return api_pb2.PluginInfo(
             type=PLUGIN_TYPE,
             name=self._config.driver_name,
@@ -39,13 +39,10 @@ class RegistrationServicer(api_pb2_grpc.RegistrationServicer):
     def NotifyRegistrationStatus(
         self, request: api_pb2.RegistrationStatus, context: grpc.ServicerContext
     ) -> api_pb2.RegistrationStatusResponse:
-        return handle_unary(
-            self._calls,
-            f"/{SERVICE}/NotifyRegistrationStatus",
-            request,
-            context,
-            api_pb2.RegistrationStatusResponse,
-        )
+        return self._serve("NotifyRegistrationStatus", request, context, api_pb2.RegistrationStatusResponse)
+
+    def _serve(self, method: str, request: Message, context: grpc.ServicerContext, answer: Any) -> Any:
+        return self._rpc.unary(method, request, context, lambda _: answer())
 
 
 def add_to_server(servicer: RegistrationServicer, server: grpc.Server) -> None:

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import grpc
 
-from device_conformance.fakes.dra_driver.calllog import CallLog
+from device_conformance.fakes.common.calls import CallLog
+from device_conformance.fakes.common.faults import Faults
+from device_conformance.fakes.common.rpc import Served
 from device_conformance.fakes.dra_driver.claims import ClaimError, ClaimPreparer
-from device_conformance.fakes.dra_driver.faults import Faults
-from device_conformance.fakes.dra_driver.rpc import RpcFailure, handle_unary
 from device_conformance.protos.dra.v1 import api_pb2 as v1_pb2
 from device_conformance.protos.dra.v1 import api_pb2_grpc as v1_grpc
 from device_conformance.protos.dra.v1beta1 import api_pb2 as v1beta1_pb2
@@ -26,39 +27,29 @@ VERSIONS: dict[str, tuple[ModuleType, ModuleType]] = {
 class DraServicer:
     """NodePrepareResources / NodeUnprepareResources for one version's messages."""
 
-    def __init__(self, pb: ModuleType, preparer: ClaimPreparer, faults: Faults, calls: CallLog) -> None:
+    def __init__(self, pb: ModuleType, preparer: ClaimPreparer, faults: Faults, calls: CallLog, socket: str) -> None:
         self._pb = pb
         self._service = pb.DESCRIPTOR.services_by_name["DRAPlugin"].full_name
         self._has_share_id = "share_id" in pb.Device.DESCRIPTOR.fields_by_name
         self._preparer = preparer
-        self._faults = faults
-        self._calls = calls
+        self._rpc = Served(calls, faults, self._service, socket)
 
     def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-        method = f"/{self._service}/NodePrepareResources"
-        return handle_unary(self._calls, method, request, context, lambda: self._prepare(request, context))
+        return self._serve("NodePrepareResources", request, context, self._prepare)
 
     def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-        method = f"/{self._service}/NodeUnprepareResources"
-        return handle_unary(self._calls, method, request, context, lambda: self._unprepare(request, context))
+        return self._serve("NodeUnprepareResources", request, context, self._unprepare)
 
-    def _gate(self, method: str, request: Any, context: grpc.ServicerContext) -> dict[str, str]:
-        """Blocks, then whole-call failures; returns the per-claim errors to put in the response."""
+    def _serve(self, method: str, request: Any, context: grpc.ServicerContext, answer: Callable[..., Any]) -> Any:
         uids = [c.uid for c in request.claims]
-        if not self._faults.wait_while_blocked(method, uids, context.is_active):
-            raise RpcFailure("CANCELLED", f"{method} ended while blocked by the test (deadline or client gone)")
-        whole, per_claim = self._faults.take(method, uids)
-        if whole is not None:
-            raise RpcFailure(whole.code or "UNKNOWN", whole.message)
-        return per_claim
+        return self._rpc.unary(method, request, context, lambda claim_errors: answer(request, claim_errors), uids)
 
-    def _prepare(self, request: Any, context: grpc.ServicerContext) -> Any:
-        per_claim = self._gate("NodePrepareResources", request, context)
+    def _prepare(self, request: Any, claim_errors: dict[str, str]) -> Any:
         response = self._pb.NodePrepareResourcesResponse()
         for claim in request.claims:
             entry = response.claims[claim.uid]  # creates the entry even when it stays empty
-            if claim.uid in per_claim:
-                entry.error = per_claim[claim.uid]
+            if claim.uid in claim_errors:
+                entry.error = claim_errors[claim.uid]
                 continue
             try:
                 devices = self._preparer.prepare(claim.namespace, claim.uid, claim.name)
@@ -70,19 +61,18 @@ class DraServicer:
                 entry.devices.add(**fields)
         return response
 
-    def _unprepare(self, request: Any, context: grpc.ServicerContext) -> Any:
-        per_claim = self._gate("NodeUnprepareResources", request, context)
+    def _unprepare(self, request: Any, claim_errors: dict[str, str]) -> Any:
         response = self._pb.NodeUnprepareResourcesResponse()
         for claim in request.claims:
             entry = response.claims[claim.uid]
-            if claim.uid in per_claim:
-                entry.error = per_claim[claim.uid]
+            if claim.uid in claim_errors:
+                entry.error = claim_errors[claim.uid]
                 continue
             self._preparer.unprepare(claim.uid)
         return response
 
 
-def add_dra_services(server: grpc.Server, preparer: ClaimPreparer, faults: Faults, calls: CallLog) -> None:
+def add_dra_services(server: grpc.Server, preparer: ClaimPreparer, faults: Faults, calls: CallLog, socket: str) -> None:
     """Serve v1 and v1beta1 whatever is advertised: the call log then shows which one the kubelet picked."""
     for pb, grpc_mod in VERSIONS.values():
-        grpc_mod.add_DRAPluginServicer_to_server(DraServicer(pb, preparer, faults, calls), server)
+        grpc_mod.add_DRAPluginServicer_to_server(DraServicer(pb, preparer, faults, calls, socket), server)

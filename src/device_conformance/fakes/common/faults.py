@@ -1,0 +1,215 @@
+"""Injected faults, one model for every fake: what a method does instead of, or before, its normal answer.
+
+A Fault names a method and an action:
+  error        end the call with a gRPC status (code, message)
+  claim_error  answer, but with `message` as the error of each matching claim (DRA's per-claim errors)
+  block        hold the call until unblocked or cleared (or until the caller goes away)
+  delay        hold the call for `seconds`, then answer normally
+  crash        SIGKILL the fake's own process in the middle of the call (the call log shows it in flight)
+Selectors: claim_uid (only calls naming that claim), times (only the next N matching calls; a block has
+no count, it holds until released). When several faults match a call, the latest one added goes first.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import grpc
+
+ERROR = "error"
+CLAIM_ERROR = "claim_error"
+BLOCK = "block"
+DELAY = "delay"
+CRASH = "crash"
+ACTIONS = (ERROR, CLAIM_ERROR, BLOCK, DELAY, CRASH)
+# How often a held call looks whether its caller went away (the kubelet's deadline, a stopped server).
+HOLD_POLL = 0.05
+
+
+def status_code(code: str | grpc.StatusCode) -> str:
+    """The gRPC status code's name; accepts "INTERNAL", "internal" or grpc.StatusCode.INTERNAL."""
+    if isinstance(code, grpc.StatusCode):
+        return code.name
+    if code.upper() not in grpc.StatusCode.__members__:
+        raise ValueError(f"unknown gRPC status code {code!r}; use one of {list(grpc.StatusCode.__members__)}")
+    return code.upper()
+
+
+@dataclass(frozen=True)
+class Status:
+    """A gRPC status a fake ends a call (or a stream) with."""
+
+    code: str
+    message: str
+
+
+@dataclass
+class Fault:
+    method: str
+    action: str = ERROR
+    code: str = "UNKNOWN"  # error: the gRPC status code name
+    message: str = ""
+    seconds: float = 0.0  # delay
+    claim_uid: str | None = None  # None = any call of the method
+    times: int | None = None  # None = until cleared
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Fault:
+        return cls(**data)
+
+    def matches(self, method: str, claim_uids: Iterable[str]) -> bool:
+        return self.method == method and (self.claim_uid is None or self.claim_uid in claim_uids)
+
+
+@dataclass(frozen=True)
+class BlockedCall:
+    """A call a block fault holds right now."""
+
+    method: str
+    claims: list[str]
+    since: float  # epoch seconds
+
+
+@dataclass
+class Verdict:
+    """What a call does after admit(): end (cancelled, or with `error`), or answer with these claim errors."""
+
+    cancelled: bool = False
+    error: Status | None = None
+    claim_errors: dict[str, str] = field(default_factory=dict)
+
+
+class Faults:
+    """The fault table of one fake process, consulted by every handler before it does any work."""
+
+    def __init__(self, methods: Sequence[str], *, api: str, claim_methods: Sequence[str] = ()) -> None:
+        """methods: the ones a fault may name; claim_methods: those whose requests name claims (DRA)."""
+        self._methods, self._api, self._claim_methods = tuple(methods), api, tuple(claim_methods)
+        self._cond = threading.Condition()
+        self._faults: list[Fault] = []
+        self._blocked: dict[int, BlockedCall] = {}
+        self._next_id = 0
+
+    def add(self, fault: Fault) -> None:
+        self._check(fault)
+        with self._cond:
+            self._faults.append(fault)
+
+    def clear(self, method: str | None = None) -> None:
+        """Drop every fault (of one method); calls held by a block go on."""
+        with self._cond:
+            self._faults = [f for f in self._faults if method is not None and f.method != method]
+            self._cond.notify_all()
+
+    def unblock(self, method: str | None = None, claim_uid: str | None = None) -> None:
+        with self._cond:
+            self._faults = [
+                f
+                for f in self._faults
+                if not (f.action == BLOCK and method in (None, f.method) and claim_uid in (None, f.claim_uid))
+            ]
+            self._cond.notify_all()
+
+    def admit(self, method: str, claim_uids: Sequence[str] = (), *, is_active: Callable[[], bool]) -> Verdict:
+        """Apply the faults matching this call, in order block, delay, crash, error, claim_error."""
+        uids = list(claim_uids)
+        if not self._hold_while_blocked(method, uids, is_active):
+            return Verdict(cancelled=True)
+        delay = self._take(method, uids, DELAY)
+        if delay is not None and not self._sleep(delay.seconds, is_active):
+            return Verdict(cancelled=True)
+        if self._take(method, uids, CRASH) is not None:
+            os.kill(os.getpid(), signal.SIGKILL)  # a vendor binary crashing mid-call: no cleanup at all
+        error = self._take(method, uids, ERROR)
+        if error is not None:
+            return Verdict(error=Status(error.code, error.message))
+        return Verdict(claim_errors=self._claim_errors(method, uids))
+
+    def blocked_calls(self) -> list[dict[str, Any]]:
+        with self._cond:
+            return [asdict(b) for b in self._blocked.values()]
+
+    def ops(self) -> dict[str, Callable[..., Any]]:
+        """The control-channel operations on this table, the same for every fake."""
+        return {
+            "add_fault": lambda fault: self.add(Fault.from_dict(fault)),
+            "clear_faults": self.clear,
+            "unblock": self.unblock,
+            "blocked_calls": self.blocked_calls,
+        }
+
+    def describe(self) -> dict[str, Any]:
+        with self._cond:
+            return {"faults": [asdict(f) for f in self._faults], "blocked_calls": self.blocked_calls()}
+
+    # -- plumbing ------------------------------------------------------------------------------------
+
+    def _check(self, fault: Fault) -> None:
+        if fault.method not in self._methods:
+            raise ValueError(f"unknown {self._api} method {fault.method!r}; use one of {list(self._methods)}")
+        if fault.action not in ACTIONS:
+            raise ValueError(f"unknown fault action {fault.action!r}; use one of {list(ACTIONS)}")
+        if fault.action == CLAIM_ERROR and fault.method not in self._claim_methods:
+            raise ValueError(f"{fault.method} has no per-claim errors; give a gRPC code")
+        if fault.action == BLOCK and fault.times is not None:
+            raise ValueError("a block holds every matching call until unblocked; it takes no times")
+        fault.code = status_code(fault.code)
+
+    def _matching(self, method: str, uids: list[str], action: str) -> list[Fault]:
+        """Newest first; call with the lock held."""
+        return [f for f in reversed(self._faults) if f.action == action and f.matches(method, uids)]
+
+    def _use(self, fault: Fault) -> None:
+        if fault.times is not None:
+            fault.times -= 1
+            if fault.times <= 0:
+                self._faults.remove(fault)
+
+    def _take(self, method: str, uids: list[str], action: str) -> Fault | None:
+        with self._cond:
+            found = next(iter(self._matching(method, uids, action)), None)
+            if found is not None:
+                self._use(found)
+            return found
+
+    def _claim_errors(self, method: str, uids: list[str]) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        with self._cond:
+            for fault in self._matching(method, uids, CLAIM_ERROR):
+                hit = [u for u in uids if fault.claim_uid in (None, u) and u not in errors]
+                errors.update(dict.fromkeys(hit, fault.message))
+                if hit:
+                    self._use(fault)
+        return errors
+
+    def _hold_while_blocked(self, method: str, uids: list[str], is_active: Callable[[], bool]) -> bool:
+        """False when the caller went away while the call was held."""
+        with self._cond:
+            if not self._matching(method, uids, BLOCK):
+                return True
+            self._next_id += 1
+            call_id = self._next_id
+            self._blocked[call_id] = BlockedCall(method, uids, time.time())
+            try:
+                while self._matching(method, uids, BLOCK):
+                    if not is_active():
+                        return False
+                    self._cond.wait(HOLD_POLL)
+                return True
+            finally:
+                del self._blocked[call_id]
+
+    @staticmethod
+    def _sleep(seconds: float, is_active: Callable[[], bool]) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not is_active():
+                return False
+            time.sleep(min(HOLD_POLL, max(deadline - time.monotonic(), 0)))
+        return True
