@@ -7,6 +7,7 @@ count as "not yet" and are reported as the last thing seen.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -83,3 +84,68 @@ def stays(probe: Callable[[], str | None], *, what: str, duration: float, interv
         if time.monotonic() >= deadline:
             return
         time.sleep(interval)
+
+
+class Watch:
+    """`stays` in the background: a window that runs while the test (or the tests after it) go on.
+
+    Upstream's "nothing happens" windows are long (60 s for a pod not to be evicted, 120 s for an orphan
+    claim to be unprepared); serialized they would multiply the suite's wall time. Start the watch as soon
+    as the state it guards exists, typically in a module-scoped fixture, and collect its verdict with
+    `holds()` where the test needs it: by then most of the window has passed while other tests ran. The
+    probe returns None while all is well, else what broke it; the first break ends the watch.
+    """
+
+    def __init__(self, probe: Callable[[], str | None], *, what: str, duration: float, interval: float = 0.5) -> None:
+        self.what = what
+        self.duration = duration
+        self._probe = probe
+        self._interval = interval
+        self._started = time.monotonic()
+        self._broken: str | None = None
+        self._samples = 0
+        self._last_error = "no sample taken"
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"watch: {what}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        deadline = self._started + self.duration
+        while not self._stop.is_set():
+            try:
+                broken = self._probe()
+            except Exception as exc:  # an API hiccup is no verdict; a probe that always fails shows in `samples`
+                broken = None
+                self._last_error = f"{type(exc).__name__}: {exc}"
+            else:
+                self._samples += 1
+            if broken is not None:
+                self._broken = f"after {time.monotonic() - self._started:.1f}s: {broken}"
+                return
+            if time.monotonic() >= deadline:
+                return
+            self._stop.wait(self._interval)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self._started
+
+    def holds(self) -> None:
+        """Block until the window is over (or broke) and fail with what broke it, if anything did."""
+        self._thread.join(self.duration + 60)
+        if self._broken is not None:
+            raise AssertionError(f"expected {self.what} for {self.duration:.0f}s, but {self._broken}")
+        if self._thread.is_alive():
+            raise AssertionError(f"the watch for {self.what} did not finish within its window + 60 s")
+        if self._samples == 0:
+            raise AssertionError(f"the watch for {self.what} never read the state it guards: {self._last_error}")
+
+    def cancel(self) -> None:
+        """Stop sampling (teardown of a watch nobody collected)."""
+        self._stop.set()
+        self._thread.join(self._interval + 5)
+
+
+def watch(probe: Callable[[], str | None], *, what: str, duration: float, interval: float = 0.5) -> Watch:
+    """Start a background `stays` (see Watch); collect it with `.holds()`."""
+    return Watch(probe, what=what, duration=duration, interval=interval)
