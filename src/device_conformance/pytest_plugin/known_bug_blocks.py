@@ -1,0 +1,107 @@
+"""Known-bug blocks: the check where a known upstream bug shows, and only that check, is the expected failure.
+
+    @pytest.mark.known_bug(EXTENDED_RESOURCES_NOT_RESET)          # declared: recorded at collection
+    def test_missing_checkpoint_resets_the_extended_resource(..., shows_known_bug):
+        ...                                                     # preconditions: any failure fails the test
+        with shows_known_bug(EXTENDED_RESOURCES_NOT_RESET):
+            resource.wait_counts(0, 0, timeout=...)             # the bug's own check
+        ...                                                     # recovery: still checked on affected releases
+
+On a release the bug affects, an AssertionError or WaitTimeout inside the block is recorded and the test goes
+on; if everything else passes the test is reported as xfailed, naming the bug, its fix and what the check saw.
+If the block passes there, the test fails (strict): the fix reached that release and the data must say so. On
+other releases the block is transparent. A test that uses the fixture gets no whole-test xfail from its
+`known_bug` markers (declarative_markers.py); each declared bug must be checked in a block or the test fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+
+import pytest
+
+from device_conformance.errors import WaitTimeout
+from device_conformance.expectations.behaviour import KnownBug
+from device_conformance.expectations.versions import KubeVersion
+
+FIXTURE = "shows_known_bug"
+
+
+@dataclass
+class BlockResults:
+    version: KubeVersion
+    declared: tuple[KnownBug, ...]
+    shown: list[str] = field(default_factory=list)  # reasons: bug + what the check saw
+    not_shown: list[KnownBug] = field(default_factory=list)
+    checked: set[str] = field(default_factory=set)  # issues whose block ran
+
+
+BLOCKS = pytest.StashKey[BlockResults]()
+
+
+def uses_blocks(item: pytest.Item) -> bool:
+    return FIXTURE in getattr(item, "fixturenames", ())
+
+
+@pytest.fixture
+def shows_known_bug(
+    request: pytest.FixtureRequest, kube_version: KubeVersion
+) -> Callable[[KnownBug], AbstractContextManager[None]]:
+    """shows_known_bug(BUG) -> a context manager around the one check where BUG shows (see module doc)."""
+    declared = tuple(
+        mark.args[0]
+        for mark in request.node.iter_markers("known_bug")
+        if mark.args and isinstance(mark.args[0], KnownBug)
+    )
+    results = BlockResults(kube_version, declared)
+    request.node.stash[BLOCKS] = results
+
+    @contextmanager
+    def block(bug: KnownBug) -> Iterator[None]:
+        if bug not in results.declared:
+            raise pytest.UsageError(
+                f"shows_known_bug({bug.issue}): declare it on the test too, @pytest.mark.known_bug({bug.issue})"
+            )
+        results.checked.add(bug.issue)
+        if not bug.affects(kube_version):
+            yield
+            return
+        try:
+            yield
+        except (AssertionError, WaitTimeout) as exc:
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            results.shown.append(f"{bug.describe(kube_version)}; the check saw: {first_line}")
+        else:
+            results.not_shown.append(bug)
+
+    return block
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, object]:
+    report = yield
+    results = item.stash.get(BLOCKS, None)
+    if call.when != "call" or results is None or not isinstance(report, pytest.TestReport):
+        return report
+    unchecked = [
+        bug.issue for bug in results.declared if bug.affects(results.version) and bug.issue not in results.checked
+    ]
+    if report.passed:
+        if results.not_shown:
+            report.outcome = "failed"
+            report.longrepr = "[XPASS(strict)] " + "; ".join(
+                f"known bug {bug.issue} did not show on Kubernetes {results.version}, which the data says it affects "
+                f"({bug.describe_fix(results.version)}): if the fix reached this release, record it in expectations/"
+                for bug in results.not_shown
+            )
+        elif unchecked:
+            report.outcome = "failed"
+            report.longrepr = f"known bugs declared but never checked in a shows_known_bug block: {unchecked}"
+        elif results.shown:
+            report.outcome = "skipped"
+            report.wasxfail = " | ".join(results.shown)
+    elif report.failed and results.shown:
+        report.sections.append(("known bugs that also showed", "\n".join(results.shown)))
+    return report
