@@ -136,3 +136,19 @@ TAINT_EVICTION = 30
 TAINT_RULE_STATUS = 30
 # A ValidatingAdmissionPolicy in force: the API server loads policies asynchronously.
 ADMISSION_POLICY_ACTIVE = 30
+
+# -- Device plugin suites: waits with no name above -------------------------------------------------
+
+# A pod deleted with grace 0 gone from the API: the API server deletes it at once, without the kubelet
+# (DeleteOptions.gracePeriodSeconds: "The value zero indicates delete immediately").
+FORCE_DELETED_POD_GONE = 60
+# A SIGKILLed plugin's devices out of allocatable: its ListAndWatch stream breaks with the process, the
+# endpoint is marked stopped (devices unhealthy, capacity kept: pkg/kubelet/cm/devicemanager/manager.go
+# markResourceUnhealthy), then one node status update (NODE_STATUS_UPDATE_FREQUENCY).
+DEVICE_COUNTS_AFTER_PLUGIN_KILL = 5
+# The sandbox of a pod force-deleted while the kubelet was down, removed by the kubelet once started: pod
+# housekeeping (HandlePodCleanups) stops the orphan, pkg/kubelet/pod_sandbox_deleter.go removes its sandbox.
+ORPHAN_SANDBOX_REMOVED = 60
+# A line the kubelet writes to its own log while it starts (e.g. the device manager reading its checkpoint),
+# read through the provider's kubelet log.
+KUBELET_LOG_LINE = 30

@@ -9,24 +9,25 @@ import pytest
 from device_conformance.fixtures.device_plugins import start_plugin, stop_plugins
 from device_conformance.fixtures.reports import attach_on_failure
 
-from device_conformance import podresources
+from device_conformance import podresources, timeouts
 from device_conformance.expectations.deviceplugin import ENDPOINT_STOP_GRACE_SECONDS
 from device_conformance.fakes.device_plugin import DevicePluginHandle
-from device_conformance.kube import nodes, pods
+from device_conformance.handles import NodeResource
+from device_conformance.kube import pods
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Abort, Pending, until
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.slow, pytest.mark.disruptive]
 
-COUNT_TIMEOUT = 30
-# The kubelet drops an expired endpoint at its next node status update (every second here).
-LATE_BY = 30
+# Count waits use DEVICE_COUNTS_AFTER_RESTART (the first registration's too); an expired endpoint may be
+# reported up to ENDPOINT_EXPIRY_SLACK late.
 EARLY_BY = 2  # stopTime is taken when the kubelet sees the stream break, a moment after our clock
 
 
 @dataclass
 class Scenario:
     plugin: DevicePluginHandle
+    counts: NodeResource  # the plugin's resource on the node
     started: float  # when the plugin went away, by our clock
 
     @property
@@ -42,12 +43,15 @@ def scenarios(cluster, kube, tmp_path_factory):
     node = cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
     handles: list[DevicePluginHandle] = []
 
+    def counts(handle: DevicePluginHandle) -> NodeResource:
+        return NodeResource(kube, node.name, handle.config.resource_name)
+
     def registered(**overrides) -> DevicePluginHandle:
         handle = start_plugin(node, tmp_path_factory, **overrides)
         handles.append(handle)
         if overrides.get("hold_registration"):
             return handle
-        wait.for_resource_counts(kube, node.name, handle.config.resource_name, 2, 2, timeout=COUNT_TIMEOUT)
+        counts(handle).wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
         return handle
 
     try:
@@ -71,13 +75,13 @@ def scenarios(cluster, kube, tmp_path_factory):
         ended.end_stream("fake stream failure")
         ended_time = time.monotonic()
         for gone in (killed, revived, ended):
-            wait.for_resource_counts(kube, node.name, gone.config.resource_name, 2, 0, timeout=COUNT_TIMEOUT)
+            counts(gone).wait_counts(2, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
         yield {
-            "restarted": Scenario(restarted, restart_time),
-            "killed": Scenario(killed, killed_time),
-            "revived": Scenario(revived, revived_time),
-            "ended": Scenario(ended, ended_time),
-            "refused": Scenario(refused, refused_time),
+            "restarted": Scenario(restarted, counts(restarted), restart_time),
+            "killed": Scenario(killed, counts(killed), killed_time),
+            "revived": Scenario(revived, counts(revived), revived_time),
+            "ended": Scenario(ended, counts(ended), ended_time),
+            "refused": Scenario(refused, counts(refused), refused_time),
         }
     finally:
         stop_plugins(handles)
@@ -89,11 +93,11 @@ def _attach_call_logs(request, scenarios):
         attach_on_failure(request.node, f"{name} plugin call log", lambda s=scenario: s.plugin.report())
 
 
-def _drops_after_grace(kube, node_name, scenario, during, after=(0, 0)):
+def _drops_after_grace(scenario, during, after=(0, 0)):
     """Counts hold at `during` until the grace period ends, then become `after`; returns when."""
 
     def probe():
-        seen = nodes.resource_counts(kube, node_name, scenario.resource)
+        seen = scenario.counts.counts()
         if seen == after:
             return time.monotonic()
         if seen != during:
@@ -104,7 +108,7 @@ def _drops_after_grace(kube, node_name, scenario, during, after=(0, 0)):
     dropped = until(
         probe,
         what=f"{scenario.resource} to go from {during} to {after} after the grace period",
-        timeout=max(remaining, 0) + LATE_BY,
+        timeout=max(remaining, 0) + timeouts.ENDPOINT_EXPIRY_SLACK,
         interval=0.5,
     )
     held = dropped - scenario.started
@@ -112,67 +116,73 @@ def _drops_after_grace(kube, node_name, scenario, during, after=(0, 0)):
     return dropped
 
 
-def test_killed_plugin_keeps_capacity_for_the_grace_period_then_reports_zero(kube, cluster, scenarios):
+@pytest.mark.scenario("DF7")
+def test_killed_plugin_keeps_capacity_for_the_grace_period_then_reports_zero(scenarios):
     """Upstream DF7 / bug 1 (#60856): capacity = the devices, allocatable 0, for 5 minutes; then 0/0
     (the key itself stays on the node: #52510)."""
-    node_name = cluster.nodes[0].name
-    _drops_after_grace(kube, node_name, scenarios["killed"], during=(2, 0))
-    assert nodes.resource_counts(kube, node_name, scenarios["killed"].resource) == (0, 0)
+    scenario = scenarios["killed"]
+    _drops_after_grace(scenario, during=(2, 0))
+    assert scenario.counts.counts() == (0, 0)
 
 
-def test_ended_stream_is_never_retried_and_expires_like_a_dead_plugin(kube, cluster, scenarios):
+@pytest.mark.scenario("DF6")
+def test_ended_stream_is_never_retried_and_expires_like_a_dead_plugin(scenarios):
     """Upstream DF6 (#125501): after the stream ends, 2/0 for the grace period, then 0/0, and the
     kubelet never called the plugin again."""
     scenario = scenarios["ended"]
-    _drops_after_grace(kube, cluster.nodes[0].name, scenario, during=(2, 0))
+    _drops_after_grace(scenario, during=(2, 0))
     assert [c.method for c in scenario.plugin.calls()] == ["GetDevicePluginOptions", "ListAndWatch"]
 
 
-def test_listandwatch_failing_at_once_leaves_an_empty_resource_and_no_retries(kube, cluster, scenarios):
+@pytest.mark.scenario("DF5")
+def test_listandwatch_failing_at_once_leaves_an_empty_resource_and_no_retries(scenarios):
     """Upstream DF5: registered, but the first ListAndWatch fails: 0/0, and over the whole grace
     period the kubelet makes no call beyond GetDevicePluginOptions and that ListAndWatch."""
     scenario = scenarios["refused"]
-    node_name = cluster.nodes[0].name
-    wait.for_resource_counts(kube, node_name, scenario.resource, 0, 0, timeout=COUNT_TIMEOUT)
+    scenario.counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     until(
         lambda: True if time.monotonic() >= scenario.expires_at() else Pending("grace period not over"),
         what="the grace period of the refused stream to pass",
-        timeout=ENDPOINT_STOP_GRACE_SECONDS + LATE_BY,
+        timeout=ENDPOINT_STOP_GRACE_SECONDS + timeouts.ENDPOINT_EXPIRY_SLACK,
         interval=1,
     )
     assert [c.method for c in scenario.plugin.calls()] == ["GetDevicePluginOptions", "ListAndWatch"]
-    assert nodes.resource_counts(kube, node_name, scenario.resource) == (0, 0)
+    assert scenario.counts.counts() == (0, 0)
 
 
-def test_plugin_returning_after_expiry_gets_all_devices_back(kube, cluster, scenarios):
+@pytest.mark.scenario("§2.8")
+def test_plugin_returning_after_expiry_gets_all_devices_back(cluster, scenarios):
     """Bug 10 (#133702, fixed in 1.35 by #133724): an expired endpoint must not leave its unhealthy
     device set behind; the plugin coming back reports N/N and podresources lists its devices."""
     scenario = scenarios["revived"]
-    node = cluster.nodes[0]
-    _drops_after_grace(kube, node.name, scenario, during=(2, 0))
+    _drops_after_grace(scenario, during=(2, 0))
     scenario.plugin.respawn()
-    wait.for_resource_counts(kube, node.name, scenario.resource, 2, 2, timeout=COUNT_TIMEOUT)
-    socket = str(node.host_path(podresources.DEFAULT_SOCKET))
+    scenario.counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    socket = str(cluster.nodes[0].host_path(podresources.DEFAULT_SOCKET))
     allocatable = podresources.allocatable_resources(socket).device_ids.get(scenario.resource)
     assert sorted(allocatable or []) == ["dev-0", "dev-1"], allocatable
 
 
-def test_after_expiry_an_unregistered_resource_is_no_longer_a_device_plugin_resource(
-    kube, cluster, scenarios, namespace, make_pod
-):
+@pytest.mark.scenario("§2.8")
+def test_after_expiry_an_unregistered_resource_is_no_longer_a_device_plugin_resource(cluster, scenarios, pod_factory):
     """After a restart the plugin never re-registered: 0/0 from the start; once the stopped endpoint
     expires the device manager forgets the resource, and a pod asking for it is refused by the
     resource-fit check (OutOf...) rather than by the device manager (UnexpectedAdmissionError)."""
     scenario = scenarios["restarted"]
-    node_name = cluster.nodes[0].name
-    wait.for_resource_counts(kube, node_name, scenario.resource, 0, 0, timeout=COUNT_TIMEOUT)
+    scenario.counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     until(
-        lambda: True if time.monotonic() >= scenario.expires_at() + LATE_BY else Pending("grace period not over"),
+        lambda: (
+            True
+            if time.monotonic() >= scenario.expires_at() + timeouts.ENDPOINT_EXPIRY_SLACK
+            else Pending("grace period not over")
+        ),
         what="the stopped endpoint of the restarted kubelet to expire",
-        timeout=ENDPOINT_STOP_GRACE_SECONDS + 2 * LATE_BY,
+        timeout=ENDPOINT_STOP_GRACE_SECONDS + 2 * timeouts.ENDPOINT_EXPIRY_SLACK,
         interval=1,
     )
-    pod = make_pod("forgotten", ["sleep", "86400"], resources={scenario.resource: 1}, node_name=node_name)
-    failed = wait.for_admission_failure(kube, namespace, pod.metadata.name, timeout=COUNT_TIMEOUT)
+    pod = pod_factory(
+        "forgotten", ["sleep", "86400"], resources={scenario.resource: 1}, node_name=cluster.nodes[0].name
+    )
+    failed = pod.wait_admission_failure()
     assert failed.status.reason and failed.status.reason.startswith("OutOf"), pods.summary(failed)
     assert scenario.plugin.calls("Allocate") == []

@@ -2,258 +2,252 @@
 
 import pytest
 
-from device_conformance import podresources
+from device_conformance import podresources, timeouts
 from device_conformance.expectations.deviceplugin import SUCCEEDED_POD_READMITTED
-from device_conformance.fakes.device_plugin import AllocateConfig
 from device_conformance.kube import nodes, pods
 from device_conformance.wait import kube as wait
 from device_conformance.wait import podresources as wait_podresources
-from device_conformance.wait.core import Pending, stays, until
+from device_conformance.wait.core import Pending, until
 
 pytestmark = pytest.mark.deviceplugin
 
-COUNT_TIMEOUT = 15
-RESTART_COUNT_TIMEOUT = 30
-POD_TIMEOUT = 60
 ADMISSION_ERROR = "UnexpectedAdmissionError"
 NO_HEALTHY_DEVICES = "no healthy devices present; cannot allocate unhealthy devices"
 
 
-def _devices_of(node, namespace, name, resource, container="main"):
-    return wait_podresources.device_ids(podresources_socket(node), namespace, name, resource, container)
-
-
-def podresources_socket(node):
-    return str(node.host_path(podresources.DEFAULT_SOCKET))
-
-
-def _restart_and_reregister(kube, node, plugin, resource):
+def _restart_and_reregister(node, plugin, counts):
     """Restart the kubelet; the plugin registers a second time and the node offers both devices again."""
     node.kubelet.restart()
-    plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
+    plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
 
-def _keeps_running(kube, namespace, name, before, duration=5):
-    def unchanged():
-        current = pods.read(kube, namespace, name)
-        status = current.status.container_statuses[0]
-        if current.metadata.uid != before.metadata.uid or current.status.phase != "Running" or status.restart_count:
+def _keeps_running(pod, duration=5):
+    """The pod stays the object it was created as, Running, its container never restarted."""
+
+    def changed(current):
+        main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
+        if main is None:
+            return f"no status of container main: {pods.summary(current)}"
+        if current.metadata.uid != pod.uid or current.status.phase != "Running" or main.restart_count:
             return pods.summary(current)
         return None
 
-    stays(unchanged, what=f"pod {namespace}/{name} to keep running unrestarted", duration=duration)
+    pod.stays(changed, what="to keep running unrestarted", duration=duration)
 
 
 @pytest.mark.disruptive
-def test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters(kube, node, namespace, make_pod, device_plugin):
-    plugin = device_plugin(devices=("dev-0", "dev-1"))
+@pytest.mark.scenario("DP4")
+def test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters(
+    kube, node, pod_factory, node_resource, registered_plugin
+):
+    plugin = registered_plugin
     resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
-    pod = make_pod("keep", ["sleep", "86400"], resources={resource: 1})
-    before = wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
-    devices = _devices_of(node, namespace, pod.metadata.name, resource)
+    pod = pod_factory("keep", ["sleep", "86400"], resources={resource: 1})
+    pod.wait_running()
+    devices = pod.devices(resource)
     assert devices and len(devices) == 1
 
     node.kubelet.restart()
-    plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
+    plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
     wait.for_node_ready(kube, node.name)
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
+    node_resource(resource).wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
-    after = wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
-    assert after.metadata.uid == before.metadata.uid
-    assert after.status.container_statuses[0].restart_count == 0
-    assert _devices_of(node, namespace, pod.metadata.name, resource) == devices
+    after = pod.wait_running()
+    assert after.metadata.uid == pod.uid
+    assert after.status.container_statuses[0].restart_count == 0, pods.summary(after)
+    assert pod.devices(resource) == devices
     assert len(plugin.calls("Allocate")) == 1, "the running container must not be allocated again"
 
 
-def test_killed_plugin_zeroes_allocatable_and_respawn_restores_it(kube, node, device_plugin):
+def test_killed_plugin_zeroes_allocatable_and_respawn_restores_it(kube, node, node_resource, registered_plugin):
     """SIGKILL: the kubelet sees the stream break, devices go unhealthy (capacity kept for the grace
     period); the same plugin started again re-registers and allocatable comes back."""
-    plugin = device_plugin(devices=("dev-0", "dev-1"))
-    resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
+    plugin = registered_plugin
+    counts = node_resource(plugin.config.resource_name)
     plugin.kill()
-    wait.for_resource_counts(kube, node.name, resource, 2, 0, timeout=5)
+    counts.wait_counts(2, 0, timeouts.DEVICE_COUNTS_AFTER_PLUGIN_KILL)
     plugin.respawn()
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
+    counts.wait_counts(2, 2)
     assert nodes.ready(kube, node.name)
 
 
 @pytest.mark.disruptive
+@pytest.mark.scenario("§2.8")
 def test_plugin_not_reregistering_leaves_zero_devices_and_new_pods_fail_admission(
-    kube, node, namespace, make_pod, device_plugin
+    kube, node, pod_factory, node_resource, registered_plugin
 ):
     """After a restart the kubelet knows the resource from its checkpoint as a stopped endpoint with no
     devices: capacity and allocatable are 0 at once, a pod bound to the node fails admission instead of
     running without devices, and the plugin's late registration brings everything back (bug 1, #60856)."""
-    plugin = device_plugin(devices=("dev-0", "dev-1"))
+    plugin = registered_plugin
     resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
+    counts = node_resource(resource)
     plugin.hold_registration(True)
     node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
-    wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
+    counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
-    pod = make_pod("early", ["sleep", "86400"], resources={resource: 1}, node_name=node.name)
-    failed = wait.for_admission_failure(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
+    pod = pod_factory("early", ["sleep", "86400"], resources={resource: 1}, node_name=node.name)
+    failed = pod.wait_admission_failure()
     assert failed.status.reason == ADMISSION_ERROR, pods.summary(failed)
     assert NO_HEALTHY_DEVICES in failed.status.message and resource in failed.status.message, failed.status.message
     assert plugin.calls("Allocate") == []
 
     plugin.hold_registration(False)
-    plugin.wait_for_registration(count=2, timeout=RESTART_COUNT_TIMEOUT)
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
-    late = make_pod("late", ["sleep", "86400"], resources={resource: 1})
-    wait.for_pod_running_ready(kube, namespace, late.metadata.name, timeout=POD_TIMEOUT)
+    plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    late = pod_factory("late", ["sleep", "86400"], resources={resource: 1})
+    late.wait_running()
 
 
 @pytest.mark.disruptive
+@pytest.mark.scenario("DP6")
+@pytest.mark.known_bug(SUCCEEDED_POD_READMITTED)
 def test_succeeded_pod_is_not_readmitted_after_restart_without_its_plugin(
-    kube, node, namespace, make_pod, device_plugin, known_bug
+    kube, node, pod_factory, node_resource, registered_plugin
 ):
     """A Succeeded pod kept by a finalizer stays Succeeded across a kubelet restart while its plugin is
     gone; it must not be re-admitted and failed (upstream DP6, #126341)."""
-    known_bug(SUCCEEDED_POD_READMITTED)
-    plugin = device_plugin(devices=("dev-0", "dev-1"))
+    plugin = registered_plugin
     resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
-    pod = make_pod("done", ["true"], resources={resource: 1}, finalizers=["device-conformance.example.com/keep"])
-    name = pod.metadata.name
-    wait.for_pod_phase(kube, namespace, name, "Succeeded", timeout=POD_TIMEOUT)
+    counts = node_resource(resource)
+    pod = pod_factory("done", ["true"], resources={resource: 1}, finalizers=["device-conformance.example.com/keep"])
+    pod.wait_phase("Succeeded")
 
     plugin.stop()
-    wait.for_resource_counts(kube, node.name, resource, 2, 0, timeout=COUNT_TIMEOUT)
+    counts.wait_counts(2, 0)
     node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
-    wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
+    counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
-    def still_succeeded():
-        current = pods.read(kube, namespace, name)
+    def not_succeeded(current):
         return None if current.status.phase == "Succeeded" else pods.summary(current)
 
-    stays(still_succeeded, what=f"pod {namespace}/{name} to stay Succeeded", duration=10)
+    pod.stays(not_succeeded, what="to stay Succeeded", duration=10)
 
 
 @pytest.mark.disruptive
+@pytest.mark.scenario("DP9")
 def test_pod_force_deleted_while_kubelet_is_down_is_cleaned_up_and_frees_its_device(
-    kube, node, namespace, make_pod, device_plugin
+    kube, node, pod_factory, registered_plugin
 ):
     """Upstream DP9: the kubelet finds the orphan at start, removes its sandbox, stops reporting it in
     podresources, and its device can be allocated again."""
-    plugin = device_plugin(devices=("dev-0", "dev-1"))
-    resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
-    pod = make_pod("orphan", ["sleep", "86400"], resources={resource: 1})
-    name = pod.metadata.name
-    running = wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
-    assert len(_devices_of(node, namespace, name, resource)) == 1
+    resource = registered_plugin.config.resource_name
+    pod = pod_factory("orphan", ["sleep", "86400"], resources={resource: 1})
+    pod.wait_running()
+    assert len(pod.devices(resource)) == 1
 
-    node.kubelet.stop()
-    pods.force_delete(kube, namespace, name)
-    wait.for_pod_gone(kube, namespace, name, timeout=30)
-    node.kubelet.start()
+    with node.kubelet.stopped():
+        pod.force_delete()
+        pod.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
     wait.for_node_ready(kube, node.name)
 
-    wait_podresources.for_unlisted_pod(podresources_socket(node), namespace, name)
+    # This node's socket: with the pod gone from the API its handle cannot look up the node it ran on.
+    socket = str(node.host_path(podresources.DEFAULT_SOCKET))
+    wait_podresources.for_unlisted_pod(socket, pod.namespace, pod.name)
 
     def sandbox_removed():
-        left = [s for s in node.pod_sandboxes() if s.uid == running.metadata.uid]
+        left = [s for s in node.pod_sandboxes() if s.uid == pod.uid]
         return True if not left else Pending(f"sandboxes of the orphan: {left}")
 
-    until(sandbox_removed, what=f"the kubelet to remove the sandbox of force-deleted {name}", timeout=POD_TIMEOUT)
-    both = make_pod("both", ["sleep", "86400"], resources={resource: 2})
-    wait.for_pod_running_ready(kube, namespace, both.metadata.name, timeout=POD_TIMEOUT)
-    assert sorted(_devices_of(node, namespace, both.metadata.name, resource)) == ["dev-0", "dev-1"]
+    until(
+        sandbox_removed,
+        what=f"the kubelet to remove the sandbox of force-deleted {pod.name}",
+        timeout=timeouts.ORPHAN_SANDBOX_REMOVED,
+    )
+    both = pod_factory("both", ["sleep", "86400"], resources={resource: 2})
+    both.wait_running()
+    assert sorted(both.devices(resource)) == ["dev-0", "dev-1"]
 
 
 @pytest.mark.disruptive
-def test_pod_with_init_and_app_devices_survives_kubelet_restart(kube, node, namespace, make_pod, device_plugin):
+@pytest.mark.scenario("DP4")
+def test_pod_with_init_and_app_devices_survives_kubelet_restart(node, pod_factory, node_resource, registered_plugin):
     """Init container and app container both hold a device; a plain kubelet restart must keep the pod
     (bug 7: #124345, recurrence #138446 "container not present in the initial running set")."""
-    plugin = device_plugin(devices=("dev-0", "dev-1"))
+    plugin = registered_plugin
     resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
     init = pods.container_spec("init", ["true"], resources={resource: 1})
-    pod = make_pod("initapp", ["sleep", "86400"], resources={resource: 1}, init_containers=[init])
-    name = pod.metadata.name
-    before = wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
-    devices = _devices_of(node, namespace, name, resource)
+    pod = pod_factory("initapp", ["sleep", "86400"], resources={resource: 1}, init_containers=[init])
+    pod.wait_running()
+    devices = pod.devices(resource)
 
-    _restart_and_reregister(kube, node, plugin, resource)
+    _restart_and_reregister(node, plugin, node_resource(resource))
 
-    _keeps_running(kube, namespace, name, before)
-    assert _devices_of(node, namespace, name, resource) == devices
+    _keeps_running(pod)
+    assert pod.devices(resource) == devices
 
 
 @pytest.mark.disruptive
+@pytest.mark.scenario("DP11", "DM3")
 def test_reboot_with_plugin_held_back_fails_the_pod_instead_of_running_it_without_devices(
-    kube, node, namespace, make_pod, device_plugin
+    kube, node, pod_factory, node_resource, registered_plugin
 ):
     """Upstream DP11/DM3 (bug 4, #109595 fixed by #116376): after a reboot (all sandboxes gone) the pod
     must be re-admitted; with the plugin not registered it fails admission rather than run without its
     device, and the node offers 0 devices."""
-    plugin = device_plugin(devices=("dev-0", "dev-1"), allocate=AllocateConfig(envs={"DC_DEVICES": "{ids}"}))
+    plugin = registered_plugin
     resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
-    pod = make_pod("rebooted", ["sleep", "86400"], resources={resource: 2}, restart_policy="Always")
-    name = pod.metadata.name
-    wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
+    pod = pod_factory("rebooted", ["sleep", "86400"], resources={resource: 2}, restart_policy="Always")
+    pod.wait_running()
 
     plugin.hold_registration(True)
     assert node.simulate_reboot() >= 1
     wait.for_node_ready(kube, node.name)
-    failed = wait.for_admission_failure(kube, namespace, name, timeout=POD_TIMEOUT)
+    failed = pod.wait_admission_failure()
     assert failed.status.reason == ADMISSION_ERROR, pods.summary(failed)
     assert NO_HEALTHY_DEVICES in failed.status.message, failed.status.message
-    wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
+    node_resource(resource).wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert len(plugin.calls("Allocate")) == 1
 
 
 @pytest.mark.disruptive
-def test_running_pod_survives_kubelet_restart_while_its_plugin_is_away(kube, node, namespace, make_pod, device_plugin):
+def test_running_pod_survives_kubelet_restart_while_its_plugin_is_away(
+    kube, node, pod_factory, node_resource, registered_plugin
+):
     """Bug 5 (#118559, fixed by #118635): a plain kubelet restart while the plugin is not registered
     must not re-admit (and fail) the running device pod; it is found running and left alone."""
-    plugin = device_plugin(devices=("dev-0", "dev-1"))
+    plugin = registered_plugin
     resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
-    pod = make_pod("steady", ["sleep", "86400"], resources={resource: 1})
-    name = pod.metadata.name
-    before = wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
-    devices = _devices_of(node, namespace, name, resource)
+    counts = node_resource(resource)
+    pod = pod_factory("steady", ["sleep", "86400"], resources={resource: 1})
+    pod.wait_running()
+    devices = pod.devices(resource)
 
     plugin.hold_registration(True)
     node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
-    wait.for_resource_counts(kube, node.name, resource, 0, 0, timeout=RESTART_COUNT_TIMEOUT)
-    _keeps_running(kube, namespace, name, before)
-    assert _devices_of(node, namespace, name, resource) == devices
+    counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    _keeps_running(pod)
+    assert pod.devices(resource) == devices
 
     plugin.hold_registration(False)
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
-    _keeps_running(kube, namespace, name, before, duration=2)
+    counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    _keeps_running(pod, duration=2)
     assert len(plugin.calls("Allocate")) == 1
 
 
 @pytest.mark.disruptive
-def test_assignments_survive_kubelet_restart_then_plugin_restart(kube, node, namespace, make_pod, device_plugin):
+@pytest.mark.scenario("DP8")
+def test_assignments_survive_kubelet_restart_then_plugin_restart(node, pod_factory, node_resource, registered_plugin):
     """Upstream DP8: restart the kubelet, then kill and restart the plugin; after each step the pod is
     the same, Running and Ready, and podresources reports the same device."""
-    plugin = device_plugin(devices=("dev-0", "dev-1"))
+    plugin = registered_plugin
     resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=COUNT_TIMEOUT)
-    pod = make_pod("durable", ["sleep", "86400"], resources={resource: 1})
-    name = pod.metadata.name
-    before = wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
-    devices = _devices_of(node, namespace, name, resource)
+    counts = node_resource(resource)
+    pod = pod_factory("durable", ["sleep", "86400"], resources={resource: 1})
+    pod.wait_running()
+    devices = pod.devices(resource)
 
-    _restart_and_reregister(kube, node, plugin, resource)
-    _keeps_running(kube, namespace, name, before, duration=2)
-    assert _devices_of(node, namespace, name, resource) == devices
+    _restart_and_reregister(node, plugin, counts)
+    _keeps_running(pod, duration=2)
+    assert pod.devices(resource) == devices
 
     plugin.kill()
-    wait.for_resource_counts(kube, node.name, resource, 2, 0, timeout=COUNT_TIMEOUT)
+    counts.wait_counts(2, 0)
     plugin.respawn()
-    wait.for_resource_counts(kube, node.name, resource, 2, 2, timeout=RESTART_COUNT_TIMEOUT)
-    _keeps_running(kube, namespace, name, before, duration=2)
-    assert _devices_of(node, namespace, name, resource) == devices
+    counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    _keeps_running(pod, duration=2)
+    assert pod.devices(resource) == devices
