@@ -21,6 +21,7 @@ FIXTURE_MODULES = (
     "device_conformance.fixtures.dra_drivers",
     "device_conformance.pytest_plugin.report",
     "device_conformance.pytest_plugin.declarative_markers",
+    "device_conformance.pytest_plugin.declared_json",
     "device_conformance.pytest_plugin.xdist_groups",
     "device_conformance.pytest_plugin.provider_preflight",
     "device_conformance.pytest_plugin.header",
