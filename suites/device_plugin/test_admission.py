@@ -31,7 +31,7 @@ def test_pod_gets_a_device_env_from_allocate_and_podresources_agrees(pod_factory
     node_resource(resource).wait_counts(2, 2)
 
 
-@pytest.mark.scenario("§2.8")
+@pytest.mark.scenario("DM-U4")
 def test_over_request_fails_admission(node, pod_factory, registered_plugin):
     """Bound straight to the node (bypassing the scheduler), a pod asking for more devices than exist
     fails kubelet admission for good: Failed, UnexpectedAdmissionError, no Allocate call."""
@@ -99,7 +99,7 @@ def test_init_container_device_is_reused_by_the_sidecar_not_the_app(pod_factory,
     assert listed == {"sidecar": [seen["sidecar"]], "main": [seen["main"]]}, listed
 
 
-@pytest.mark.scenario("§2.6")
+@pytest.mark.scenario("DP-A1")
 def test_pod_is_listed_without_devices_while_allocate_is_in_flight(pod_factory, registered_plugin):
     """podresources must not report devices the plugin has not allocated yet."""
     plugin = registered_plugin

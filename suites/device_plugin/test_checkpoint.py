@@ -152,7 +152,7 @@ def test_checkpoint_with_wrong_checksum_on_restart(
 
 
 @pytest.mark.disruptive
-@pytest.mark.scenario("§2.8")
+@pytest.mark.scenario("DM-U6")
 @pytest.mark.known_bug(EXTENDED_RESOURCES_NOT_RESET)
 def test_missing_checkpoint_resets_the_extended_resource(kube, node, pod_factory, node_resource, register_plugin):
     """No checkpoint at start means a recreated node to the kubelet (ShouldResetExtendedResourceCapacity,

@@ -150,7 +150,7 @@ def test_listandwatch_failing_at_once_leaves_an_empty_resource_and_no_retries(sc
     assert scenario.counts.counts() == (0, 0)
 
 
-@pytest.mark.scenario("§2.8")
+@pytest.mark.scenario("DM-U7")
 def test_plugin_returning_after_expiry_gets_all_devices_back(cluster, scenarios):
     """Bug 10 (#133702, fixed in 1.35 by #133724): an expired endpoint must not leave its unhealthy
     device set behind; the plugin coming back reports N/N and podresources lists its devices."""
@@ -163,7 +163,7 @@ def test_plugin_returning_after_expiry_gets_all_devices_back(cluster, scenarios)
     assert sorted(allocatable or []) == ["dev-0", "dev-1"], allocatable
 
 
-@pytest.mark.scenario("§2.8")
+@pytest.mark.scenario("DM-U2")
 def test_after_expiry_an_unregistered_resource_is_no_longer_a_device_plugin_resource(cluster, scenarios, pod_factory):
     """After a restart the plugin never re-registered: 0/0 from the start; once the stopped endpoint
     expires the device manager forgets the resource, and a pod asking for it is refused by the

@@ -19,6 +19,7 @@ def test_unhealthy_device_leaves_allocatable_but_not_capacity(node_resource, reg
     counts.wait_counts(2, 2)
 
 
+@pytest.mark.scenario("DM-U2")
 def test_added_and_removed_devices_change_both_counts(node_resource, registered_plugin):
     counts = node_resource(registered_plugin.config.resource_name)
     registered_plugin.add_device("dev-2")

@@ -60,6 +60,7 @@ def test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters(
     assert len(plugin.calls("Allocate")) == 1, "the running container must not be allocated again"
 
 
+@pytest.mark.scenario("DM-U7")
 def test_killed_plugin_zeroes_allocatable_and_respawn_restores_it(kube, node, node_resource, registered_plugin):
     """SIGKILL: the kubelet sees the stream break, devices go unhealthy (capacity kept for the grace
     period); the same plugin started again re-registers and allocatable comes back."""
@@ -73,7 +74,7 @@ def test_killed_plugin_zeroes_allocatable_and_respawn_restores_it(kube, node, no
 
 
 @pytest.mark.disruptive
-@pytest.mark.scenario("§2.8")
+@pytest.mark.scenario("DM-U2")
 def test_plugin_not_reregistering_leaves_zero_devices_and_new_pods_fail_admission(
     kube, node, pod_factory, node_resource, registered_plugin
 ):

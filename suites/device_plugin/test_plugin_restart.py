@@ -36,7 +36,7 @@ def test_restarted_plugin_keeps_assignments_and_serves_new_pods(pod_factory, nod
     assert other and other != held, f"second pod got {other}, the first holds {held}"
 
 
-@pytest.mark.scenario("§2.8")
+@pytest.mark.scenario("DM-U1")
 def test_reregistration_with_other_devices_replaces_the_device_list(node, node_resource, register_plugin):
     """The plugin re-registers on a new socket with a different device list (as an upgraded plugin
     does): the old devices go (upstream manager_test.go re-registration, 2 -> 1)."""
@@ -53,7 +53,7 @@ def test_reregistration_with_other_devices_replaces_the_device_list(node, node_r
     assert allocatable.device_ids.get(resource) == ["dev-9"], allocatable.device_ids.get(resource)
 
 
-@pytest.mark.scenario("§2.5")
+@pytest.mark.scenario("DP-M1")
 @pytest.mark.known_bug(PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE)
 def test_rollout_of_a_second_instance_keeps_the_resource_available(
     pod_factory, node_resource, device_plugin, register_plugin
@@ -84,7 +84,7 @@ def test_rollout_of_a_second_instance_keeps_the_resource_available(
     assert pod3.devices(resource) == pod1_devices
 
 
-@pytest.mark.scenario("§2.5")
+@pytest.mark.scenario("DP-M2")
 def test_second_instance_failing_registration_leaves_the_first_serving(
     pod_factory, node_resource, device_plugin, register_plugin
 ):

@@ -4,6 +4,7 @@ Each run's conftest stands in a fixed `kube_version` for the version a cluster w
 cluster is needed; the plugin itself loads through its pytest11 entry point as in the suites.
 """
 
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -125,7 +126,11 @@ def test_known_bug_fixture_has_the_same_effect(pytester):
         ("since()", "*since(): give the Kubernetes version*"),
         ("known_bug('kubernetes#127803')", "*pass one KnownBug defined in src/device_conformance/expectations/*"),
         ("known_bug(KnownBug('x#1', 'made up here', '1.30.0'))", "*pass one KnownBug defined in src/device*"),
-        ("scenario('XY1')", "*'XY1' is not an upstream catalogue ID; use DP<n>, DM<n>, DF<n> or DRA<n>*"),
+        ("scenario('XY1')", "*'XY1' is not in the scenario catalogue; name a scenario by its ID in src/device_*"),
+        ("scenario('DP12')", "*'DP12' is not in the scenario catalogue (did you mean *'DP11'?)*"),
+        ("scenario('DRA-E99')", "*'DRA-E99' is not in the scenario catalogue*`device-conformance scenarios` lists*"),
+        ("scenario('§2.99')", "*'§2.99' is not in the scenario catalogue*"),
+        ("scenario(6)", "*6 is not in the scenario catalogue*"),
         ("scenario()", "*scenario(): give the catalogue IDs as positional strings*"),
     ],
 )
@@ -233,3 +238,57 @@ def kube_version():
     )
     pytester.makepyfile(test_declared="import pytest\n\n@pytest.mark.scenario('DF5')\ndef test_x():\n    pass\n")
     pytester.runpytest("--strict-markers", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+
+
+CATALOGUE_TAGS = """
+import pytest
+
+@pytest.mark.scenario("DRA-E7", "DT-U3")
+def test_numbered_here():
+    pass
+
+@pytest.mark.scenario("§2.6")
+def test_single_scenario_section():
+    pass
+
+@pytest.mark.scenario("§2.8")
+def test_section_of_many():
+    pass
+"""
+
+
+def test_catalogue_ids_and_sections_are_accepted_selected_and_shown(pytester):
+    """IDs numbered here (with a hyphen) select like upstream ones; a catalogue section is accepted as written."""
+    result = run(pytester, FIXED, CATALOGUE_TAGS, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["  DRA-E7 * test_declared.py::test_numbered_here", "  §2.6 * test_declared.py::*"])
+    selected = run(pytester, FIXED, CATALOGUE_TAGS, "--collect-only", "-q", "-m", "scenario(id='DT-U3')")
+    selected.stdout.fnmatch_lines(["test_declared.py::test_numbered_here", "1/3 tests collected (2 deselected)*"])
+    selected = run(pytester, FIXED, CATALOGUE_TAGS, "--collect-only", "-q", "-k", "DRA-E7")
+    selected.stdout.fnmatch_lines(["test_declared.py::test_numbered_here", "1/3 tests collected (2 deselected)*"])
+
+
+def test_declared_json_reports_what_each_collected_test_declares(pytester):
+    """--declared-json: the file `device-conformance scenarios` reads; after -m/-k, tests without markers too."""
+    report = pytester.path / "declared.json"
+    run(pytester, FIXED, SCENARIOS, "--collect-only", "-q", f"--declared-json={report}", "-k", "not plain")
+    assert json.loads(report.read_text()) == {
+        "tests": [
+            {"nodeid": "test_declared.py::test_succeeded_pod", "scenarios": ["DP6"], "since": [], "known_bugs": []},
+            {
+                "nodeid": "test_declared.py::test_reboot",
+                "scenarios": ["DP11", "DM3"],
+                "since": [],
+                "known_bugs": ["kubernetes#127803"],
+            },
+        ]
+    }
+    source = "import pytest\n\n@pytest.mark.since('1.35', 'why')\ndef test_x():\n    pass\n"
+    run(pytester, FIXED, source, "--collect-only", f"--declared-json={report}")
+    assert json.loads(report.read_text())["tests"] == [
+        {
+            "nodeid": "test_declared.py::test_x",
+            "scenarios": [],
+            "since": [{"version": "1.35", "reason": "why"}],
+            "known_bugs": [],
+        }
+    ]

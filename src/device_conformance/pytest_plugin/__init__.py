@@ -22,6 +22,7 @@ FIXTURE_MODULES = (
     "device_conformance.pytest_plugin.report",
     "device_conformance.pytest_plugin.declarative_markers",
     "device_conformance.pytest_plugin.known_bug_blocks",
+    "device_conformance.pytest_plugin.declared_json",
     "device_conformance.pytest_plugin.xdist_groups",
     "device_conformance.pytest_plugin.provider_preflight",
     "device_conformance.pytest_plugin.header",

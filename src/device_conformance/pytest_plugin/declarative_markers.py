@@ -1,12 +1,14 @@
 """The declarative markers: which upstream scenarios a test covers, which version it needs, which known
 bug it shows.
 
-    @pytest.mark.scenario("DP6")           # one or more catalogue IDs (DP, DM, DF, DRA) or a section "§2.6"
+    @pytest.mark.scenario("DP6")           # one or more IDs of the catalogue in expectations/scenarios.py
     @pytest.mark.since("1.35", "effect None for device taints (kubernetes#134152)")
     @pytest.mark.known_bug(SUCCEEDED_POD_READMITTED)   # a KnownBug defined in device_conformance.expectations
 
-At collection every test's markers are checked (a malformed one is a collection error of its module that
-names the fix) and recorded: a user property per entry (JUnit <properties>), a `scenario(id=...)`,
+A scenario tag must be in the catalogue (expectations/scenarios.py): an ID, or a section `§2.N`, which counts
+for that section's scenario only where it has just one (scenarios.named_by). At collection every test's
+markers are checked (a malformed one or an unknown ID is a collection error of its module that names the
+fix) and recorded: a user property per entry (JUnit <properties>), a `scenario(id=...)`,
 `since(version=...)` or `known_bug(issue=...)` mark per entry for `-m`, the scenario IDs as `-k` keywords,
 and a summary under --collect-only. The version-dependent effect waits for test setup, against the
 version actually under test (the `kube_version` fixture: with the local provider it is known only once the
@@ -16,6 +18,7 @@ on the versions the bug affects.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 import re
@@ -25,13 +28,11 @@ from dataclasses import dataclass
 import pytest
 
 from device_conformance import expectations
+from device_conformance.expectations import scenarios as catalogue
 from device_conformance.expectations.behaviour import KnownBug
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.pytest_plugin.known_bug_blocks import uses_blocks
 
-# Upstream catalogue IDs: device plugin (DP), device manager (DM), device plugin failures (DF), DRA; or the
-# section of a catalogue entry that has no ID (e.g. §2.6, the blocked-Allocate podresources check).
-SCENARIO_ID = re.compile(r"^(?:(?:DP|DM|DF|DRA)[1-9][0-9]*|§[0-9]+(?:\.[0-9]+)+)$")
 _MINIMUM = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 
 
@@ -96,14 +97,21 @@ def _scenarios(marks: Iterable[pytest.Mark]) -> tuple[str, ...]:
                 f"scenario{_shown(mark)}: give the catalogue IDs as positional strings, e.g. scenario('DP6', 'DM3')"
             )
         for scenario in mark.args:
-            if not isinstance(scenario, str) or not SCENARIO_ID.match(scenario):
-                raise MarkerError(
-                    f"scenario{_shown(mark)}: {scenario!r} is not an upstream catalogue ID; use DP<n>, DM<n>, "
-                    "DF<n> or DRA<n> (e.g. 'DP6'), or the section of an entry without an ID (e.g. '§2.6')"
-                )
+            if not isinstance(scenario, str) or not catalogue.is_known(scenario):
+                raise MarkerError(f"scenario{_shown(mark)}: {_unknown(scenario)}")
             if scenario not in ids:
                 ids.append(scenario)
     return tuple(ids)
+
+
+def _unknown(scenario: object) -> str:
+    close = difflib.get_close_matches(str(scenario), catalogue.BY_ID, n=3, cutoff=0.6)
+    hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+    return (
+        f"{scenario!r} is not in the scenario catalogue{hint}; name a scenario by its ID in "
+        "src/device_conformance/expectations/scenarios.py (e.g. 'DP6', 'DRA-E7'; `device-conformance scenarios` "
+        "lists them all), or add the scenario there if upstream has it and the catalogue does not"
+    )
 
 
 def _minimum(mark: pytest.Mark) -> MinimumVersion:

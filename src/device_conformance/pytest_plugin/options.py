@@ -1,5 +1,6 @@
 """Command-line options, declared from settings.KNOBS: each also has an environment variable, so
-`make e2e VAR=...` works. Values are resolved (option, else variable, else default) by settings.resolve()."""
+`make e2e VAR=...` works. Values are resolved (option, else variable, else default) by settings.resolve().
+Besides them --declared-json, a report of the collection (pytest_plugin/declared_json.py), not a setting."""
 
 from __future__ import annotations
 
@@ -17,3 +18,10 @@ def add_options(parser: pytest.Parser) -> None:
             group.addoption(knob.option, action="store_true", default=None, help=knob.help_text())
         else:
             group.addoption(knob.option, default=None, help=knob.help_text())
+    group.addoption(
+        "--declared-json",
+        metavar="PATH",
+        default=None,
+        help="write every collected test's declared scenarios, minimum versions and known bugs to PATH as JSON "
+        "(what `device-conformance scenarios` reads)",
+    )
