@@ -13,6 +13,7 @@ VERB_MODULES = [
     "device_conformance.cli.cluster",
     "device_conformance.cli.checkpoint",
     "device_conformance.cli.kind",
+    "device_conformance.cli.k8s_source",
 ]
 
 
