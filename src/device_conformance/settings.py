@@ -292,7 +292,7 @@ class _Resolver:
                 "set K8S_VERSION=MAJOR.MINOR.PATCH to the release the tree is based on: the binaries are stamped "
                 "with it and version-dependent expectations use it",
             )
-        return Setting(tree.version, Source("default", note=f"K8S_SOURCE's: {tree.how}"))
+        return Setting(tree.version, Source("default", note=f"from the tree: {tree.how}"))
 
     def flag(self, name: str) -> Setting[bool]:
         given = self.options.get(name)

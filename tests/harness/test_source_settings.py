@@ -17,7 +17,7 @@ def test_the_tree_says_its_version_and_the_source_says_how(tmp_path):
     settings = resolve({}, {"K8S_SOURCE": str(tree)})
     assert settings.k8s_source.value == tree and settings.k8s_source.source == Source("environment", "K8S_SOURCE")
     assert settings.k8s_version.value == KubeVersion(1, 37, 1)
-    assert str(settings.k8s_version.source) == f"default: K8S_SOURCE's: {tree / '.kube-version-defs'} says v1.37.1"
+    assert str(settings.k8s_version.source) == f"default: from the tree: {tree / '.kube-version-defs'} says v1.37.1"
     assert settings.kind_image.value == "kindest/node:v1.37.1"
 
 

@@ -175,7 +175,10 @@ def build_tree(tree: Path, version: KubeVersion, target: Path, components: Seque
     """One `go build` of the commands from the tree root into target/; returns the seconds it took."""
     argv = [go_binary("Kubernetes binaries"), "build", "-v", *BUILD_FLAGS, "-ldflags", version_ldflags(version)]
     argv += ["-o", f"{target}/", *command_packages(components)]
-    progress(f"building {', '.join(components)} from {tree} as {version.tag} (a first build takes many minutes)")
+    progress(
+        f"building {', '.join(components)} from {tree} as {version.tag} "
+        "(minutes when the Go build cache is cold, seconds after a small change)"
+    )
     return run_go(argv, tree, f"Kubernetes from {tree}", progress, env=build_env())
 
 
