@@ -6,7 +6,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PROVIDER ?=
 K8S_VERSION ?=
+# A Kubernetes source tree to build the binaries from (README.md, "Testing a patched kubelet").
+K8S_SOURCE ?=
 PYTEST_ARGS ?=
+K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE))
 
 .PHONY: venv test test-fast e2e bench lint protos setup cleanup
 
@@ -39,11 +42,11 @@ protos: venv
 # PROVIDER=kind: the Docker engine (docker.io) and kind instead of a Kubernetes build.
 setup: venv
 ifneq ($(PROVIDER),existing)
-	$(BIN)/device-conformance setup $(if $(PROVIDER),--provider $(PROVIDER)) $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+	$(BIN)/device-conformance setup $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS)
 endif
 
 e2e: setup
-	$(BIN)/pytest suites $(if $(PROVIDER),--provider $(PROVIDER)) $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(PYTEST_ARGS)
+	$(BIN)/pytest suites $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS) $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))

@@ -17,6 +17,7 @@ from device_conformance.errors import BadInput
 from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, PREVIOUS_MINOR_VERSION, KubeVersion
 from device_conformance.toolchain import containerd
+from device_conformance.toolchain.source_tree import VERSION_FILE, tree_version
 
 PROVIDERS = ("local", "kind", "existing")
 T = TypeVar("T")
@@ -63,6 +64,13 @@ KNOBS: dict[str, Knob] = {
             "--k8s-bin-dir",
             "K8S_BIN_DIR",
             "directory with kubelet, kube-apiserver, kube-controller-manager, kube-scheduler",
+        ),
+        Knob(
+            "k8s_source",
+            "--k8s-source",
+            "K8S_SOURCE",
+            "Kubernetes source tree (a checkout, or `device-conformance k8s-source get`) to build the binaries "
+            "from; the version is the tree's own unless K8S_VERSION says it (local provider only)",
         ),
         Knob(
             "upgrade_from",
@@ -152,6 +160,7 @@ class Settings:
     k8s_version: Setting[KubeVersion]
     kubeconfig: Setting[Path | None]
     k8s_bin_dir: Setting[Path | None]
+    k8s_source: Setting[Path | None]
     upgrade_from: Setting[KubeVersion]
     keep_cluster: Setting[bool]
     kind_cluster: Setting[str | None]
@@ -212,17 +221,27 @@ class _Resolver:
         return Setting(text, source)
 
     def settings(self) -> Settings:
-        version = self.parsed("k8s_version", KubeVersion.parse, DEFAULT_K8S_VERSION)
+        bin_dir = self.parsed("k8s_bin_dir", Path, None)
+        source = self.k8s_source(bin_dir)
+        version = self.k8s_version(source)
         kubeconfig = self.kubeconfig()
         provider = self.provider(kubeconfig)
         if provider.value == "existing":
             kubeconfig = self.existing_kubeconfig(provider, kubeconfig)
+        if source.value is not None and provider.value != "local":
+            raise BadInput(
+                f"{source.source.shows(str(source.value))} builds binaries for the local provider, "
+                f"but the provider is {provider}",
+                "use --provider local, or drop K8S_SOURCE: kind runs a node image (`kind build node-image` "
+                "makes one from the tree) and an existing cluster runs what it runs",
+            )
         image, image_source = self.raw("kind_image")
         return Settings(
             provider=provider,
             k8s_version=version,
             kubeconfig=kubeconfig,
-            k8s_bin_dir=self.parsed("k8s_bin_dir", Path, None),
+            k8s_bin_dir=bin_dir,
+            k8s_source=source,
             upgrade_from=self.parsed("upgrade_from", KubeVersion.parse, PREVIOUS_MINOR_VERSION),
             keep_cluster=self.flag("keep_cluster"),
             kind_cluster=self.text("kind_cluster"),
@@ -232,6 +251,48 @@ class _Resolver:
             kind_profile=self.text("kind_profile"),
             containerd_version=self.parsed("containerd_version", containerd.release, containerd.DEFAULT_VERSION),
         )
+
+    def k8s_source(self, bin_dir: Setting[Path | None]) -> Setting[Path | None]:
+        source = self.parsed("k8s_source", Path, None)
+        if source.value is None:
+            return source
+        shown = source.source.shows(str(source.value))
+        if bin_dir.value is not None:
+            raise BadInput(
+                f"{shown} and {bin_dir.source.shows(str(bin_dir.value))} both say where the Kubernetes binaries "
+                "come from",
+                "give one: K8S_SOURCE to build them from the tree, or K8S_BIN_DIR for binaries you built yourself",
+            )
+        if not source.value.is_dir():
+            raise BadInput(
+                f"{shown} is not a directory",
+                f"point it at a Kubernetes source tree (`device-conformance k8s-source get VERSION DIR` makes one), "
+                f"{source.source.undo()}",
+            )
+        return Setting(source.value.absolute(), source.source)
+
+    def k8s_version(self, source: Setting[Path | None]) -> Setting[KubeVersion]:
+        """The version under test. With a source tree: the tree's own (its version file, or git describe),
+        which K8S_VERSION may repeat but not contradict; a tree that says nothing needs K8S_VERSION."""
+        version = self.parsed("k8s_version", KubeVersion.parse, DEFAULT_K8S_VERSION)
+        if source.value is None:
+            return version
+        tree = tree_version(source.value)
+        if version.source != DEFAULT:
+            if tree is not None and tree.version != version.value:
+                raise BadInput(
+                    f"{version.source.shows(str(version.value))} contradicts K8S_SOURCE: {tree.how}",
+                    f"set K8S_VERSION={tree.version} (or unset it to use the tree's), or fix the tree's version",
+                )
+            return version
+        if tree is None:
+            raise BadInput(
+                f"{source.source.shows(str(source.value))} does not say which Kubernetes release it is "
+                f"(no {VERSION_FILE}, not a git checkout with tags)",
+                "set K8S_VERSION=MAJOR.MINOR.PATCH to the release the tree is based on: the binaries are stamped "
+                "with it and version-dependent expectations use it",
+            )
+        return Setting(tree.version, Source("default", note=f"from the tree: {tree.how}"))
 
     def flag(self, name: str) -> Setting[bool]:
         given = self.options.get(name)

@@ -16,6 +16,7 @@ OPTIONS = {
     "--k8s-version": "K8S_VERSION",
     "--kubeconfig": "DEVICE_CONFORMANCE_KUBECONFIG",
     "--k8s-bin-dir": "K8S_BIN_DIR",
+    "--k8s-source": "K8S_SOURCE",
     "--upgrade-from": "UPGRADE_FROM",
     "--keep-cluster": "KEEP_CLUSTER",
     "--kind-cluster": "KIND_CLUSTER",

@@ -41,10 +41,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _version_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k8s-version", help=KNOBS["k8s_version"].help_text())
+    parser.add_argument("--k8s-source", metavar="DIR", help=KNOBS["k8s_source"].help_text())
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    return resolve({"k8s_version": args.k8s_version, "provider": getattr(args, "provider", None)})
+def _settings(args: argparse.Namespace, provider: str | None = None) -> Settings:
+    return resolve(
+        {
+            "k8s_version": args.k8s_version,
+            "k8s_source": args.k8s_source,
+            "provider": provider or getattr(args, "provider", None),
+        }
+    )
 
 
 def _setup(args: argparse.Namespace) -> int:
@@ -65,7 +72,9 @@ def _setup(args: argparse.Namespace) -> int:
             host.preflight()  # raises the "needs root" error with its fix
         installed = host.install_missing_packages()
         print(f"Debian packages: {'installed ' + ', '.join(installed) if installed else 'all present'}")
-    binaries = ensure_binaries(version, user_dir=settings.k8s_bin_dir.value, progress=print)
+    binaries = ensure_binaries(
+        version, user_dir=settings.k8s_bin_dir.value, source_tree=settings.k8s_source.value, progress=print
+    )
     print(f"Kubernetes {version.tag}: {binaries.directory} ({binaries.source})")
     _ensure_upgrade_kubelet(settings)
     containerd = ensure_containerd(settings.containerd_version.value, progress=print)
@@ -90,10 +99,11 @@ def _ensure_upgrade_kubelet(settings: Settings) -> None:
 def _up(args: argparse.Namespace) -> int:
     from device_conformance.providers.local.provider import LocalProvider
 
-    settings = resolve({"k8s_version": args.k8s_version, "provider": "local"})
+    settings = _settings(args, provider="local")
     provider = LocalProvider(
         settings.k8s_version.value,
         bin_dir=settings.k8s_bin_dir.value,
+        source_tree=settings.k8s_source.value,
         containerd_version=settings.containerd_version.value,
     )
     provider.up()

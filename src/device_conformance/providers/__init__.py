@@ -17,7 +17,11 @@ def make_provider(settings: Settings, *, log: Callable[[str], None], artifacts: 
         from device_conformance.providers.local.provider import LocalProvider
 
         return LocalProvider(
-            version, bin_dir=settings.k8s_bin_dir.value, containerd_version=settings.containerd_version.value, log=log
+            version,
+            bin_dir=settings.k8s_bin_dir.value,
+            source_tree=settings.k8s_source.value,
+            containerd_version=settings.containerd_version.value,
+            log=log,
         )
     if name == "existing":
         from device_conformance.providers.existing import ExistingProvider

@@ -1,7 +1,7 @@
 """The report header: what this run tests and where each part comes from.
 
 Provider, versions (kubelet, control plane, containerd) with the source of each setting, where the
-binaries come from (K8S_BIN_DIR, the cache, or a build at session start) and the cache paths. With
+binaries come from (K8S_BIN_DIR, K8S_SOURCE, the cache, or a build at session start) and the cache paths. With
 --provider existing the versions are read from the cluster itself, and the header says so.
 """
 
@@ -51,10 +51,11 @@ def header_lines(settings: Settings) -> list[str]:
 def _local_lines(settings: Settings) -> list[str]:
     version = settings.k8s_version.value
     containerd = settings.containerd_version.value
+    binaries = binary_source(version, user_dir=settings.k8s_bin_dir.value, source_tree=settings.k8s_source.value)
     return [
         f"  kubelet and control plane {version.tag} ({settings.k8s_version.source}), "
         f"containerd {containerd} ({settings.containerd_version.source})",
-        f"  Kubernetes binaries: {binary_source(version, user_dir=settings.k8s_bin_dir.value)}",
+        f"  Kubernetes binaries: {binaries}",
         f"  containerd binaries: {_containerd_source(containerd)}",
     ]
 

@@ -1,4 +1,5 @@
-"""Kubernetes server binaries for any version: a user directory, the official release, or a Go build.
+"""Kubernetes server binaries for any version: a user directory, a local source tree (source_build.py),
+the official release, or a Go build from the module proxy.
 
 Cached per version (toolchain/cache.py): `kubernetes/vX.Y.Z/` holds the four server binaries; a
 kubelet-only entry (`kubernetes/vX.Y.Z-kubelet/`, what upgrade tests need) is built when no full entry
@@ -26,6 +27,7 @@ from device_conformance.toolchain.cache import (
     verify_manifest,
 )
 from device_conformance.toolchain.gobuild import build_kubernetes
+from device_conformance.toolchain.source_build import ensure_source_binaries, source_entry_dir
 
 COMPONENTS = ("kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 KUBELET_ONLY = ("kubelet",)
@@ -46,15 +48,23 @@ def ensure_binaries(
     version: KubeVersion,
     *,
     user_dir: Path | None = None,
+    source_tree: Path | None = None,
     components: Sequence[str] = COMPONENTS,
     progress: Progress = print,
 ) -> KubernetesBinaries:
     """The server binaries `components` of `version`, fetched or built when missing.
 
-    A subset (e.g. KUBELET_ONLY) comes from the full entry of that version when there is one."""
+    A subset (e.g. KUBELET_ONLY) comes from the full entry of that version when there is one. From a
+    source tree all four are built (stamped as `version`) and cached by a hash of the tree's inputs."""
     components = _known(components)
+    if user_dir is not None and source_tree is not None:
+        raise BadInput(
+            f"both K8S_BIN_DIR={user_dir} and K8S_SOURCE={source_tree} are given", "give one of them, not both"
+        )
     if user_dir is not None:
         return _from_user_dir(version, user_dir, components)
+    if source_tree is not None:
+        return ensure_source_binaries(version, source_tree, COMPONENTS, progress)
     full = entry_dir(version)
     if components != COMPONENTS and has_manifest(full, components) and verify_manifest(full, components) is None:
         return BinarySet(version, full, "cache")  # complete entries only appear by rename: no lock needed
@@ -69,10 +79,21 @@ def ensure_binaries(
     return BinarySet(version, cached, ensure_cached(cached, components, fill, progress))
 
 
-def binary_source(version: KubeVersion, *, user_dir: Path | None = None, components: Sequence[str] = COMPONENTS) -> str:
+def binary_source(
+    version: KubeVersion,
+    *,
+    user_dir: Path | None = None,
+    source_tree: Path | None = None,
+    components: Sequence[str] = COMPONENTS,
+) -> str:
     """Where ensure_binaries would take them from, without hashing or building (for reports)."""
     if user_dir is not None:
         return f"K8S_BIN_DIR {user_dir}"
+    if source_tree is not None:
+        return (
+            f"K8S_SOURCE {source_tree}: go build at session start unless a build of the same inputs is cached "
+            f"({source_entry_dir(version, '<inputs hash>')})"
+        )
     for directory in dict.fromkeys((entry_dir(version), entry_dir(version, components))):
         if has_manifest(directory, components):
             return f"cache {directory}"

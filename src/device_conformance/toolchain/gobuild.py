@@ -12,9 +12,11 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
@@ -41,28 +43,64 @@ def go_binary(what: str = "Kubernetes binaries", alternative: str | None = K8S_A
 
 def module_gomod(version: KubeVersion) -> str:
     """The go.mod text of k8s.io/kubernetes at this version (fails clearly for unknown versions)."""
-    proc = subprocess.run(
-        [go_binary(), "mod", "download", "-json", f"k8s.io/kubernetes@{version.tag}"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    info = json.loads(proc.stdout or "{}")
-    if proc.returncode != 0 or "Error" in info:
+    (kubernetes,) = download_modules([f"k8s.io/kubernetes@{version.tag}"], version)
+    return Path(kubernetes["GoMod"]).read_text()
+
+
+def download_modules(specs: Sequence[str], version: KubeVersion) -> list[dict[str, Any]]:
+    """`go mod download -json` of module@version specs: one record each (Path, Version, Dir, GoMod, ...).
+
+    Runs outside any module or workspace, so only the proxy and the module cache are involved. The
+    module cache holds the files read-only. Fails clearly for a version the proxy does not serve."""
+    with tempfile.TemporaryDirectory(prefix="dc-go-download-") as neutral:
+        proc = subprocess.run(
+            [go_binary(), "mod", "download", "-json", *specs],
+            cwd=neutral,
+            env={**os.environ, "GOWORK": "off", "GOFLAGS": without_mod_flag(os.environ.get("GOFLAGS", ""))},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    records = json_stream(proc.stdout)
+    failed = [f"{r.get('Path')}@{r.get('Version')}: {r['Error']}" for r in records if "Error" in r]
+    if proc.returncode != 0 or failed or len(records) != len(specs):
         raise BadInput(
-            f"K8S_VERSION={version} cannot be fetched: the Go module proxy answers for "
-            f"k8s.io/kubernetes@{version.tag}: {info.get('Error') or proc.stderr.strip()}",
+            f"K8S_VERSION={version} cannot be fetched: the Go module proxy answers: "
+            + ("; ".join(failed) or proc.stderr.strip()),
             "pick a released version the proxy serves (default 1.37.1; see README.md), "
             "or set K8S_BIN_DIR to binaries you already have",
         )
-    return Path(info["GoMod"]).read_text()
+    return records
+
+
+def json_stream(text: str) -> list[dict[str, Any]]:
+    """The concatenated JSON objects `go ... -json` prints."""
+    decoder = json.JSONDecoder()
+    records, index = [], 0
+    while True:
+        while index < len(text) and text[index].isspace():
+            index += 1
+        if index >= len(text):
+            return records
+        record, index = decoder.raw_decode(text, index)
+        records.append(record)
+
+
+def without_mod_flag(goflags: str) -> str:
+    """GOFLAGS without -mod=...: workspace builds and `go mod download` refuse -mod=mod."""
+    return " ".join(flag for flag in goflags.split() if not flag.startswith(("-mod=", "--mod=")))
+
+
+def staging_modules(kubernetes_gomod: str) -> list[str]:
+    """The staging modules k8s.io/kubernetes replaces with ./staging/src/k8s.io/<name> (33 in 1.37)."""
+    return sorted(set(re.findall(r"^\s*(k8s\.io/\S+) => \./staging/", kubernetes_gomod, re.M)))
 
 
 def wrapper_gomod(version: KubeVersion, kubernetes_gomod: str) -> str:
     """go.mod of a module that builds k8s.io/kubernetes commands with published staging modules."""
     go_line = re.search(r"^go (\S+)$", kubernetes_gomod, re.M)
     godebug = re.search(r"^godebug (\S+)$", kubernetes_gomod, re.M)
-    staging = sorted(set(re.findall(r"^\s*(k8s\.io/\S+) => \./staging/", kubernetes_gomod, re.M)))
+    staging = staging_modules(kubernetes_gomod)
     if not staging:
         raise BadInput(
             f"k8s.io/kubernetes@{version.tag} has no staging replace directives",

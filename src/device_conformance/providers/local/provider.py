@@ -30,9 +30,11 @@ class LocalProvider:
         bin_dir: Path | None = None,
         log: Callable[[str], None] = print,
         containerd_version: str = DEFAULT_CONTAINERD,
+        source_tree: Path | None = None,
     ) -> None:
         self.version = version
         self.bin_dir = bin_dir
+        self.source_tree = source_tree
         self.containerd_version = containerd_version
         self.log = log
         self.cluster: LocalCluster | None = None
@@ -42,7 +44,7 @@ class LocalProvider:
         """Everything that needs no cluster: host checks, binaries (Kubernetes, containerd), images (idempotent)."""
         host.preflight()
         self._prepared = (
-            ensure_binaries(self.version, user_dir=self.bin_dir, progress=self.log),
+            ensure_binaries(self.version, user_dir=self.bin_dir, source_tree=self.source_tree, progress=self.log),
             ensure_containerd(self.containerd_version, progress=self.log),
             build_images(cache_root() / "images"),
         )
