@@ -136,3 +136,13 @@ TAINT_EVICTION = 30
 TAINT_RULE_STATUS = 30
 # A ValidatingAdmissionPolicy in force: the API server loads policies asynchronously.
 ADMISSION_POLICY_ACTIVE = 30
+
+# -- Added for the converted DRA, taint and smoke suites ---------------------------------------------
+
+# dra_manager_state rewritten without a claim once its NodeUnprepareResources returned: the DRA manager
+# drops the claim from its cache and checkpoints right after the call (pkg/kubelet/cm/dra/manager.go
+# unprepareResources, syncToCheckpoint).
+DRA_CHECKPOINT_UPDATED = 30
+# A kubelet continued (SIGCONT) after a SIGSTOP answers /healthz again: nothing restarts, the process
+# resumes where it stopped, so this is only the health server's next answer under load.
+KUBELET_HEALTHY_AFTER_THAW = 30
