@@ -69,6 +69,16 @@ class PodHandle:
     def events(self) -> list[str]:
         return pods.events(self.kube, self.namespace, self.name)
 
+    def read_if_present(self) -> client.V1Pod | None:
+        """The pod as it is now, or None once the API server no longer has it (a probe that checks a
+        deleted pod is still Terminating says "gone" instead of crashing on the 404)."""
+        try:
+            return self.read()
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
     # -- waits ----------------------------------------------------------------------------------
 
     def wait_running(self, timeout: float | None = None) -> client.V1Pod:
@@ -193,6 +203,12 @@ class ClaimPodHandle(PodHandle):
     def wait_unschedulable(self, timeout: float = timeouts.CLAIM) -> str:
         """PodScheduled=False, reason Unschedulable; returns the scheduler's message."""
         return wait_dra.for_pod_unschedulable(self.kube, self.namespace, self.name, timeout=timeout)
+
+    def wait_claim_gone(self, name: str | None = None, timeout: float = timeouts.CLAIM) -> None:
+        """Until the claim is deleted. A generated claim goes after its pod, whose status names it: pass
+        `name` (claim_name() read while the pod was there) once the pod is gone."""
+        claim = name or self.claim_name()
+        wait_dra.for_claim_gone(self.kube, self.resource_api, self.namespace, claim, timeout=timeout)
 
 
 @dataclass(frozen=True)

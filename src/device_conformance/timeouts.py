@@ -152,3 +152,13 @@ ORPHAN_SANDBOX_REMOVED = 60
 # A line the kubelet writes to its own log while it starts (e.g. the device manager reading its checkpoint),
 # read through the provider's kubelet log.
 KUBELET_LOG_LINE = 30
+
+# -- Added for the converted DRA, taint and smoke suites ---------------------------------------------
+
+# dra_manager_state rewritten without a claim once its NodeUnprepareResources returned: the DRA manager
+# drops the claim from its cache and checkpoints right after the call (pkg/kubelet/cm/dra/manager.go
+# unprepareResources, syncToCheckpoint).
+DRA_CHECKPOINT_UPDATED = 30
+# A kubelet continued (SIGCONT) after a SIGSTOP answers /healthz again: nothing restarts, the process
+# resumes where it stopped, so this is only the health server's next answer under load.
+KUBELET_HEALTHY_AFTER_THAW = 30

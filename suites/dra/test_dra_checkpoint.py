@@ -5,20 +5,17 @@ import uuid
 
 import pytest
 
+from device_conformance import timeouts
 from device_conformance.errors import ConformanceError
-from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT
+from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.kubelet_state import dra as dra_state
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until
 
-pytestmark = [pytest.mark.dra, pytest.mark.checkpoint]
-
-POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
-REGISTRATION_TIMEOUT = 30
-# Claims of pods the kubelet does not know are unprepared by the DRA manager's reconcile loop (60 s period,
-# first run once all pod sources are ready).
-RECONCILE_TIMEOUT = 150
+pytestmark = [
+    pytest.mark.dra,
+    pytest.mark.checkpoint,
+    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
+]
 
 
 def read_state(node):
@@ -27,21 +24,17 @@ def read_state(node):
     return parsed.state
 
 
-def test_checkpoint_records_the_prepared_claim(kube, node, namespace, dra_driver, dra_objects):
+def test_checkpoint_records_the_prepared_claim(node, dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",))
-    pod = dra_objects.pod("ckpt", template=dra_objects.template(driver.config.driver_name))
-    pod = wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
-    claim = dra_objects.get_claim(wait_dra.for_generated_claim(kube, namespace, pod.metadata.name, "dev"))
+    pod = dra_objects.claim_pod("ckpt", driver)
+    pod.wait_running()
+    claim = pod.claim()
     uid = claim["metadata"]["uid"]
 
     entries = {e.claim_uid: e for e in read_state(node).entries or []}
     assert uid in entries, f"checkpoint entries: {list(entries)}"
     entry = entries[uid]
-    assert (entry.claim_name, entry.namespace, entry.pod_uids) == (
-        claim["metadata"]["name"],
-        namespace,
-        [pod.metadata.uid],
-    )
+    assert (entry.claim_name, entry.namespace, entry.pod_uids) == (claim["metadata"]["name"], pod.namespace, [pod.uid])
     (prepared,) = driver.prepared()[uid]["devices"]
     assert list(entry.drivers) == [driver.config.driver_name]
     (device,) = entry.drivers[driver.config.driver_name]
@@ -69,23 +62,25 @@ def test_forged_checkpoint_with_right_checksum_is_believed(node, namespace, dra_
     """An entry for a pod the kubelet never ran: the kubelet loads it and unprepares the claim through the
     driver (its reconcile loop treats the pod as gone), then drops it from the checkpoint."""
     driver = dra_driver(devices=("dev-0",))
-    node.kubelet.stop()
-    state = read_state(node)
     forged = forged_entry(driver, namespace)
-    state.entries = [*(state.entries or []), forged]
-    node.write_file(dra_state.DEFAULT_PATH, dra_state.encode(state, share_id_field=True))
-    node.kubelet.start()
-    driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
+    with node.kubelet.stopped():
+        state = read_state(node)
+        state.entries = [*(state.entries or []), forged]
+        node.write_file(dra_state.DEFAULT_PATH, dra_state.encode(state, share_id_field=True))
+    driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
 
-    calls = driver.wait_for_call("NodeUnprepareResources", done=True, timeout=RECONCILE_TIMEOUT)
+    calls = driver.wait_for_call("NodeUnprepareResources", done=True, timeout=timeouts.DRA_RECONCILE)
     assert calls[0].request["claims"] == [{"namespace": namespace, "uid": forged.claim_uid, "name": forged.claim_name}]
     assert calls[0].ok
 
     def dropped():
-        uids = [e.claim_uid for e in read_state(node).entries or []]
+        parsed = dra_state.parse(node.read_file(dra_state.DEFAULT_PATH))
+        if not parsed.valid:
+            return Pending(f"dra_manager_state does not parse: {parsed.reason}")
+        uids = [e.claim_uid for e in parsed.state.entries or []]
         return True if forged.claim_uid not in uids else Pending(f"entries {uids}")
 
-    until(dropped, what="the forged claim to leave dra_manager_state", timeout=REGISTRATION_TIMEOUT)
+    until(dropped, what="the forged claim to leave dra_manager_state", timeout=timeouts.DRA_CHECKPOINT_UPDATED)
     assert driver.calls("NodePrepareResources") == []
 
 
@@ -95,6 +90,7 @@ def test_forged_checkpoint_with_wrong_checksum_stops_the_kubelet(node, kubelet_r
     original = kubelet_restored
     parsed = dra_state.parse(original)
     assert parsed.valid, parsed.reason
+    # Not kubelet.stopped(): the start in its cleanup would fail on the forged file and hide what failed.
     node.kubelet.stop()
     mark = node.kubelet.log_mark()
     bad = dra_state.encode(data=parsed.data, checksum=(parsed.stored_checksum + 1) % 2**32)

@@ -5,20 +5,16 @@ import time
 
 import pytest
 
-from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT
+from device_conformance import timeouts
+from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
-from device_conformance.wait import kube as wait
 from device_conformance.wait.core import stays
 
-pytestmark = pytest.mark.dra
-
-POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
-REGISTRATION_TIMEOUT = 30
-# The kubelet deletes a driver's ResourceSlices 30 s after its last plugin disconnected (defaultWipingDelay).
-WIPING_DELAY = 30
-WIPE_TIMEOUT = WIPING_DELAY + 20
-UNPREPARE_TIMEOUT = 90
+pytestmark = [
+    pytest.mark.dra,
+    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
+]
 
 
 def slice_identity(kube, resource_api, node, driver):
@@ -27,25 +23,27 @@ def slice_identity(kube, resource_api, node, driver):
     return [(i["metadata"]["uid"], i["metadata"]["resourceVersion"]) for i in items]
 
 
+@pytest.mark.scenario("DRA2")
 def test_killed_driver_registers_again_when_restarted(node, dra_driver):
     driver = dra_driver(devices=("dev-0",))
     first_pid = driver.pid
     driver.restart(kill=True)
     assert driver.pid != first_pid
-    driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
+    driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
     notifications = driver.registrations()
     assert [n.ok for n in notifications] == [True, True]
     assert notifications[-1].pid == driver.pid
 
 
+@pytest.mark.scenario("DRA-S5")
 def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, node, dra_driver, resource_api):
     driver = dra_driver(devices=("dev-0", "dev-1"))
     before = slice_identity(kube, resource_api, node, driver)
     assert len(before) == 1
     killed_at = time.monotonic()
     driver.restart(kill=True)
-    driver.wait_for_registration(count=2, timeout=REGISTRATION_TIMEOUT)
-    remaining = WIPING_DELAY + 5 - (time.monotonic() - killed_at)
+    driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
+    remaining = timeouts.DRA_WIPING_DELAY + 5 - (time.monotonic() - killed_at)
     stays(
         lambda: (
             None
@@ -57,34 +55,40 @@ def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, no
     )
 
 
+@pytest.mark.scenario("DRA-S3")
 def test_resourceslices_go_when_the_driver_stays_away(kube, node, dra_driver, resource_api):
     driver = dra_driver(devices=("dev-0",))
     wait_dra.for_slice_count(kube, resource_api, node.name, driver.config.driver_name, 1)
     killed_at = time.monotonic()
     driver.kill()
-    wait_dra.for_slice_count(kube, resource_api, node.name, driver.config.driver_name, 0, timeout=WIPE_TIMEOUT)
+    wait_dra.for_slice_count(
+        kube, resource_api, node.name, driver.config.driver_name, 0, timeout=timeouts.DRA_SLICE_WIPE
+    )
     waited = time.monotonic() - killed_at
-    assert waited >= WIPING_DELAY - 2, f"slices wiped {waited:.0f}s after the driver died, before the wiping delay"
+    assert waited >= timeouts.DRA_WIPING_DELAY - 2, (
+        f"slices wiped {waited:.0f}s after the driver died, before the wiping delay"
+    )
 
 
-def test_pod_deleted_while_driver_is_down_terminates_when_it_returns(kube, namespace, dra_driver, dra_objects):
+def test_pod_deleted_while_driver_is_down_terminates_when_it_returns(dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",))
-    pod = dra_objects.pod("away", template=dra_objects.template(driver.config.driver_name))
-    name = pod.metadata.name
-    wait.for_pod_running_ready(kube, namespace, name, timeout=POD_TIMEOUT)
-    uid = dra_objects.get_claim(wait_dra.for_generated_claim(kube, namespace, name, "dev"))["metadata"]["uid"]
+    pod = dra_objects.claim_pod("away", driver)
+    pod.wait_running()
+    uid = pod.claim_uid()
     driver.kill()
-    kube.core.delete_namespaced_pod(name, namespace)
+    pod.delete()
 
     def terminating():
-        current = pods.read(kube, namespace, name)
+        current = pod.read_if_present()
+        if current is None:
+            return "the pod object is gone"
         return None if current.metadata.deletion_timestamp else f"not deleting: {pods.summary(current)}"
 
     stays(terminating, what="the pod to stay Terminating while the driver is away", duration=10)
     assert driver.calls("NodeUnprepareResources") == []
 
     driver.restart()
-    wait.for_pod_gone(kube, namespace, name, timeout=UNPREPARE_TIMEOUT)
+    pod.wait_gone(timeout=timeouts.UNPREPARE_AFTER_RESTART)
     unprepares = driver.calls("NodeUnprepareResources")
     assert [c.request["claims"][0]["uid"] for c in unprepares if c.ok] == [uid]
     assert driver.prepared() == {}

@@ -2,7 +2,8 @@
 
 import pytest
 
-from device_conformance.kube import nodes, pods
+from device_conformance import timeouts
+from device_conformance.kube import nodes
 from device_conformance.wait import kube as wait
 
 pytestmark = pytest.mark.smoke
@@ -14,9 +15,9 @@ def test_node_ready_with_expected_kubelet_version(cluster, kube, node):
     assert nodes.kubelet_version(kube, node.name) == f"v{cluster.k8s_version}"
 
 
-def test_pod_runs_to_completion_and_its_log_is_read(kube, namespace, make_pod):
+def test_pod_runs_to_completion_and_its_log_is_read(pod_factory):
     """A pod goes through the real scheduler and runtime to Succeeded; its log comes back through the kubelet."""
-    pod = make_pod("hello", ["sh", "-c", "echo device-conformance says hello"])
-    done = wait.for_pod_phase(kube, namespace, pod.metadata.name, "Succeeded")
+    pod = pod_factory("hello", ["sh", "-c", "echo device-conformance says hello"])
+    done = pod.wait_phase("Succeeded", timeout=timeouts.POD_START_UNNAMED)
     assert done.spec.node_name, "the scheduler bound the pod to a node"
-    assert pods.logs(kube, namespace, pod.metadata.name).strip() == "device-conformance says hello"
+    assert pod.logs().strip() == "device-conformance says hello"

@@ -2,36 +2,47 @@
 
 import pytest
 
+from device_conformance import timeouts
 from device_conformance.kube import pods
 from device_conformance.wait import kube as wait
+from device_conformance.wait.core import Pending, until
 
 pytestmark = [pytest.mark.smoke, pytest.mark.disruptive]
 
 
 @pytest.fixture
-def running_pod(kube, namespace, make_pod):
-    pod = make_pod("sleeper", ["sleep", "86400"], restart_policy="Always")
-    return wait.for_pod_running_ready(kube, namespace, pod.metadata.name)
+def sleeper(pod_factory):
+    """A pod whose container sleeps (restarted if it ends), Running and Ready."""
+    pod = pod_factory("sleeper", ["sleep", "86400"], restart_policy="Always")
+    pod.wait_running(timeout=timeouts.POD_START_UNNAMED)
+    return pod
 
 
-def test_running_pod_survives_kubelet_restart(kube, namespace, node, running_pod):
+def first_container_id(pod):
+    """The first container's ID as the pod status reports it (None while it has none)."""
+    statuses = pod.status.container_statuses or []
+    return statuses[0].container_id if statuses else None
+
+
+def test_running_pod_survives_kubelet_restart(kube, node, sleeper):
     """A graceful kubelet restart keeps a running pod: same UID, Running, Ready, no container restart."""
+    before = sleeper.read()
     node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
-    after = wait.for_pod_running_ready(kube, namespace, running_pod.metadata.name)
-    assert after.metadata.uid == running_pod.metadata.uid
+    after = sleeper.wait_running(timeout=timeouts.POD_START_UNNAMED)
+    assert after.metadata.uid == before.metadata.uid
     assert after.status.container_statuses[0].restart_count == 0
-    assert after.status.container_statuses[0].container_id == running_pod.status.container_statuses[0].container_id
+    assert after.status.container_statuses[0].container_id == before.status.container_statuses[0].container_id
 
 
-def test_kubelet_comes_back_after_sigkill(kube, namespace, node, running_pod):
+def test_kubelet_comes_back_after_sigkill(kube, node, sleeper):
     """A SIGKILLed kubelet is restarted by its supervisor, the node returns Ready and the pod keeps running."""
     killed_pid = node.kubelet.pid()
     node.kubelet.crash()
     assert node.kubelet.pid() != killed_pid
     wait.for_node_ready(kube, node.name)
-    after = wait.for_pod_running_ready(kube, namespace, running_pod.metadata.name)
-    assert after.metadata.uid == running_pod.metadata.uid
+    after = sleeper.wait_running(timeout=timeouts.POD_START_UNNAMED)
+    assert after.metadata.uid == sleeper.uid
 
 
 def test_frozen_kubelet_resumes_after_sigcont(kube, node):
@@ -41,24 +52,24 @@ def test_frozen_kubelet_resumes_after_sigcont(kube, node):
         assert not node.kubelet.healthy()
     finally:
         node.kubelet.thaw()
-    node.kubelet.wait_healthy(timeout=30)
+    node.kubelet.wait_healthy(timeout=timeouts.KUBELET_HEALTHY_AFTER_THAW)
     wait.for_node_ready(kube, node.name)
 
 
-def test_reboot_simulation_recreates_the_pod_sandbox(kube, namespace, node, running_pod):
+def test_reboot_simulation_recreates_the_pod_sandbox(kube, node, sleeper):
     """Upstream's reboot (kubelet stopped, every sandbox removed through CRI) makes the kubelet build a
     new sandbox for the same pod: same UID, new container, Running and Ready again."""
+    before = first_container_id(sleeper.read())
     removed = node.simulate_reboot()
     assert removed >= 1
     wait.for_node_ready(kube, node.name)
 
     def restarted():
-        pod = pods.read(kube, namespace, running_pod.metadata.name)
-        statuses = pod.status.container_statuses or []
-        new_container = statuses and statuses[0].container_id != running_pod.status.container_statuses[0].container_id
-        return pod if new_container and pods.is_ready(pod) else None
+        pod = sleeper.read()
+        now = first_container_id(pod)
+        if now is None or now == before or not pods.is_ready(pod):
+            return Pending(f"container {now} (before the reboot {before}): {pods.summary(pod)}")
+        return pod
 
-    from device_conformance.wait.core import until
-
-    after = until(restarted, what="the pod to run again in a new sandbox", timeout=120)
-    assert after.metadata.uid == running_pod.metadata.uid
+    after = until(restarted, what=f"{sleeper} to run again in a new sandbox", timeout=timeouts.POD_START_UNNAMED)
+    assert after.metadata.uid == sleeper.uid

@@ -11,15 +11,11 @@ import pytest
 from device_conformance.fixtures.reports import attach_on_failure
 
 from device_conformance.fakes.device_plugin import AllocateConfig
-from device_conformance.kube import pods
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Pending, until
 
 pytestmark = pytest.mark.smoke
 
 CDI_DIR = "/var/run/cdi"
 CDI_KIND = "example.com/dev"
-POD_TIMEOUT = 60
 
 
 def test_runtime_reports_cdi_enabled_on_the_spec_dir(node):
@@ -45,21 +41,17 @@ def cdi_device(node, request):
     node.delete_file(path)
 
 
-def test_cdi_device_edits_reach_the_container(kube, node, namespace, make_pod, device_plugin, cdi_device):
+@pytest.mark.scenario("DP2")
+def test_cdi_device_edits_reach_the_container(pod_factory, register_plugin, cdi_device):
     """A device plugin answers Allocate with only a CDI device name; the env comes from the spec file."""
-    plugin = device_plugin(devices=("dev-0",), allocate=AllocateConfig(cdi_devices=[cdi_device]))
+    plugin = register_plugin(("dev-0",), allocate=AllocateConfig(cdi_devices=[cdi_device]))
     resource = plugin.config.resource_name
-    wait.for_resource_counts(kube, node.name, resource, 1, 1, timeout=15)
-    pod = make_pod(
+    pod = pod_factory(
         "cdi", ["sh", "-c", 'echo "FOO=$FOO DC_CDI_DEVICE=$DC_CDI_DEVICE"; exec sleep 86400'], resources={resource: 1}
     )
-    wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT)
+    pod.wait_running()
     allocated = plugin.calls("Allocate")
     assert len(allocated) == 1
 
-    def env_line():
-        log = pods.logs(kube, namespace, pod.metadata.name).strip()
-        return log or Pending("no log line yet")
-
-    line = until(env_line, what=f"the env line of {namespace}/{pod.metadata.name}", timeout=30)
-    assert line == f"FOO=bar DC_CDI_DEVICE={cdi_device.split('=', 1)[1]}"
+    pod.log_line("FOO=")  # waits for the container's one line
+    assert pod.logs().strip() == f"FOO=bar DC_CDI_DEVICE={cdi_device.split('=', 1)[1]}"

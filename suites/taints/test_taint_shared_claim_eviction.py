@@ -12,46 +12,47 @@ import uuid
 import pytest
 from kubernetes import client
 
-from device_conformance.expectations.dra import CLAIM_POD_START_TIMEOUT, SHARED_CLAIM_STALE_CONSUMER_EVICTION
+from device_conformance import timeouts
+from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, SHARED_CLAIM_STALE_CONSUMER_EVICTION
 from device_conformance.kube import admission, dra, pods
 from device_conformance.wait import dra as wait_dra
-from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until
 
-pytestmark = pytest.mark.taints
+pytestmark = [
+    pytest.mark.taints,
+    pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)"),
+]
 
 KEY = "example.com/broken"
-POD_TIMEOUT = CLAIM_POD_START_TIMEOUT
-EVICTION_TIMEOUT = 30
 CLAIM_CONTROLLER = "system:serviceaccount:kube-system:resource-claim-controller"
-POLICY_TIMEOUT = 30
 
 
-def shared_claim_pods(kube, namespace, dra_objects, driver, count, keep_first=True):
-    """`count` running pods sharing one claim, created one after the other so reservedFor keeps their order."""
+def shared_claim_pods(dra_objects, driver, count, keep_first=True):
+    """`count` running pods sharing one claim, created one after the other so reservedFor keeps their order
+    -> (the claim's name, their handles)."""
     claim = dra_objects.claim(driver.config.driver_name)
     running = []
     for i in range(count):
-        pod = dra_objects.pod(f"share{i}", claim=claim, keep=keep_first or i > 0)
-        running.append(wait.for_pod_running_ready(kube, namespace, pod.metadata.name, timeout=POD_TIMEOUT))
-    uids = [p.metadata.uid for p in running]
-    state = wait_dra.for_claim(
-        kube, dra_objects.api, namespace, claim, lambda c: wait_dra.reserved_uids(c) == uids, f"reserved for {uids}"
-    )
-    return claim, running, state
+        pod = dra_objects.claim_pod(f"share{i}", claim=claim, keep=keep_first or i > 0)
+        pod.wait_running()
+        running.append(pod)
+    uids = [p.uid for p in running]
+    running[0].wait_claim(lambda c: wait_dra.reserved_uids(c) == uids, f"reserved for {uids}")
+    return claim, running
 
 
-def assert_evicted(kube, namespace, name):
-    cond = wait_dra.for_pod_condition(kube, namespace, name, "DisruptionTarget", timeout=EVICTION_TIMEOUT)
+def assert_evicted(pod):
+    cond = pod.wait_condition("DisruptionTarget", timeout=timeouts.TAINT_EVICTION)
     assert cond.reason == "DeletionByDeviceTaintManager"
 
 
-def test_every_consumer_of_a_shared_claim_is_evicted(kube, namespace, dra_driver, dra_objects):
+@pytest.mark.scenario("DT-U2")
+def test_every_consumer_of_a_shared_claim_is_evicted(dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",))
-    _, running, _ = shared_claim_pods(kube, namespace, dra_objects, driver, 3)
+    _, running = shared_claim_pods(dra_objects, driver, 3)
     dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name)
     for pod in running:
-        assert_evicted(kube, namespace, pod.metadata.name)
+        assert_evicted(pod)
 
 
 @pytest.fixture
@@ -90,28 +91,33 @@ def wait_policy_denies(kube, dra_objects, namespace, claim):
         return Pending("the controller's status update is still allowed")
 
     try:
-        until(probe, what="the admission policy to deny the resourceclaim controller", timeout=POLICY_TIMEOUT)
+        until(
+            probe,
+            what="the admission policy to deny the resourceclaim controller",
+            timeout=timeouts.ADMISSION_POLICY_ACTIVE,
+        )
     finally:
         api.close()
 
 
+@pytest.mark.known_bug(SHARED_CLAIM_STALE_CONSUMER_EVICTION)
+@pytest.mark.scenario("DT-U2")
 @pytest.mark.parametrize("stale", ["pod-gone", "pod-replaced"])
 def test_consumers_after_a_stale_reservation_are_evicted(
-    kube, namespace, dra_driver, dra_objects, claim_controller_frozen, known_bug, stale
+    kube, namespace, dra_driver, dra_objects, claim_controller_frozen, stale
 ):
-    known_bug(SHARED_CLAIM_STALE_CONSUMER_EVICTION)
     driver = dra_driver(devices=("dev-0",))
-    claim, (first, second), _ = shared_claim_pods(kube, namespace, dra_objects, driver, 2, keep_first=False)
+    claim, (first, second) = shared_claim_pods(dra_objects, driver, 2, keep_first=False)
     wait_policy_denies(kube, dra_objects, namespace, claim)
 
-    kube.core.delete_namespaced_pod(first.metadata.name, namespace, grace_period_seconds=0)
-    wait.for_pod_gone(kube, namespace, first.metadata.name, timeout=POD_TIMEOUT)
+    first.force_delete()
+    first.wait_gone()
     if stale == "pod-replaced":  # same name, new UID, no claim
-        pods.create(kube, namespace, pods.pod_manifest(first.metadata.name, ["sleep", "86400"]))
+        pods.create(kube, namespace, pods.pod_manifest(first.name, ["sleep", "86400"]))
     state = dra_objects.get_claim(claim)
-    assert wait_dra.reserved_uids(state) == [first.metadata.uid, second.metadata.uid], (
+    assert wait_dra.reserved_uids(state) == [first.uid, second.uid], (
         "precondition: the first reservedFor entry must still name the deleted pod"
     )
 
     dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name)
-    assert_evicted(kube, namespace, second.metadata.name)
+    assert_evicted(second)

@@ -109,13 +109,6 @@ def test_reset():
     result.stdout.fnmatch_lines(["*kubernetes#126943*no fix released*"])
 
 
-def test_known_bug_fixture_has_the_same_effect(pytester):
-    """The fixture form stays for suites not yet using the marker; it runs on the same code."""
-    source = ROLLOUT_BUG + "\ndef test_rollout(known_bug):\n    assert known_bug(BUG)\n    assert False\n"
-    result = run(pytester, AFFECTED, source)
-    result.assert_outcomes(xfailed=1)
-    result.stdout.fnmatch_lines(["*known upstream bug kubernetes#127803 on Kubernetes 1.35.4*"])
-    run(pytester, FIXED, source.replace("assert known_bug(BUG)", "assert not known_bug(BUG)")).assert_outcomes(failed=1)
 
 
 @pytest.mark.parametrize(

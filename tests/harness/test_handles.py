@@ -167,3 +167,36 @@ def test_node_resource_counts():
         AssertionError, match=r"to stay at capacity/allocatable \(2, 2\).*capacity/allocatable \(2, 1\)"
     ):
         resource.stays_at(2, 2, duration=0)
+
+
+class GoneCore(CoreStub):
+    """The API server no longer has the pod (or fails otherwise, with `status`)."""
+
+    def __init__(self, status=404):
+        super().__init__(pod())
+        self.status = status
+
+    def read_namespaced_pod(self, name, namespace):
+        raise client.ApiException(status=self.status, reason="stub")
+
+
+def test_read_if_present_says_none_for_a_deleted_pod_and_raises_otherwise():
+    assert PodHandle.of(SimpleNamespace(core=CoreStub(pod(uid="u-7"))), pod()).read_if_present().metadata.uid == "u-7"
+    assert PodHandle.of(SimpleNamespace(core=GoneCore()), pod()).read_if_present() is None
+    with pytest.raises(client.ApiException):
+        PodHandle.of(SimpleNamespace(core=GoneCore(status=500)), pod()).read_if_present()
+
+
+class GoneClaims:
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        assert (plural, name) == ("resourceclaims", "gen-claim")
+        raise client.ApiException(status=404, reason="stub")
+
+
+def test_wait_claim_gone_takes_the_name_read_before_the_pod_went():
+    """Once the pod is gone its status no longer names the generated claim: the name comes from the test."""
+    kube = SimpleNamespace(core=GoneCore(), custom=GoneClaims())
+    handle = ClaimPodHandle.of(kube, pod(), resource_api="resource.k8s.io/v1")
+    handle.wait_claim_gone("gen-claim", timeout=1)
+    kube_with_pod = SimpleNamespace(core=CoreStub(pod(claims=[("dev", "gen-claim")])), custom=GoneClaims())
+    ClaimPodHandle.of(kube_with_pod, pod(), resource_api="resource.k8s.io/v1").wait_claim_gone(timeout=1)

@@ -52,10 +52,19 @@ def device_taint_rule_api_version(version: KubeVersion) -> str:
     return "resource.k8s.io/v1alpha3"
 
 
+# Effect `None` and DeviceTaintRule status conditions (kubernetes#134152, CHANGELOG-1.35 v1.35.0).
+FIRST_NONE_TAINT_EFFECT_MINOR = 35
+
+
 def has_none_taint_effect(version: KubeVersion) -> bool:
-    """Effect `None` and DeviceTaintRule status conditions came with 1.35 (kubernetes#134152, CHANGELOG-1.35
-    v1.35.0)."""
-    return version.at_least(35)
+    """Effect `None` and DeviceTaintRule status conditions came with 1.35 (see FIRST_NONE_TAINT_EFFECT_MINOR)."""
+    return version.at_least(FIRST_NONE_TAINT_EFFECT_MINOR)
+
+
+# Device health in containerStatuses[].allocatedResourcesStatus (KEP-4680): gate ResourceHealthStatus, alpha
+# and off from 1.31, beta and on by default from 1.36 (module source v1.36.4 pkg/features/kube_features.go).
+# expectations/cluster.py does not turn the alpha gate on, so the suite checks it from 1.36.
+FIRST_RESOURCE_HEALTH_STATUS_MINOR = 36
 
 
 # A claim's NoExecute toleration was not copied into the allocation result, so the eviction controller

@@ -22,7 +22,7 @@ import difflib
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 
 import pytest
@@ -292,18 +292,3 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_sep("-", "device-conformance: scenarios and known bugs")
         for line in _table(rows):
             terminalreporter.write_line(line)
-
-
-@pytest.fixture
-def known_bug(request: pytest.FixtureRequest, kube_version: KubeVersion) -> Callable[[KnownBug], bool]:
-    """known_bug(BUG): the test shows BUG; on versions it affects, the test is a strict xfail naming it
-    (its assertions stay as they are). Returns whether the version under test is affected.
-
-    Superseded by @pytest.mark.known_bug(BUG) (same effect, declared and recorded at collection); kept
-    until every suite uses the marker."""
-
-    def apply(bug: KnownBug) -> bool:
-        request.node.user_properties.append(("known_bug", bug.issue))
-        return apply_known_bug(request.node, bug, kube_version)
-
-    return apply
