@@ -11,6 +11,7 @@ from device_conformance import timeouts
 from device_conformance.kube import dra, pods
 from device_conformance.kube.client import Kube
 from device_conformance.wait.core import Pending, until
+from device_conformance.wait.kube import for_gone, for_object
 
 
 def for_generated_claim(kube: Kube, namespace: str, pod: str, claim: str, timeout: float = timeouts.CLAIM) -> str:
@@ -35,11 +36,13 @@ def for_claim(
     what: str,
     timeout: float = timeouts.CLAIM,
 ) -> dict[str, Any]:
-    def probe() -> dict[str, Any] | Pending:
-        claim = dra.get_claim(kube, api, namespace, name)
-        return claim if condition(claim) else Pending(dra.claim_summary(claim))
-
-    return until(probe, what=f"ResourceClaim {namespace}/{name} {what}", timeout=timeout)
+    return for_object(
+        lambda: dra.get_claim(kube, api, namespace, name),
+        condition,
+        dra.claim_summary,
+        what=f"ResourceClaim {namespace}/{name} {what}",
+        timeout=timeout,
+    )
 
 
 def reserved_uids(claim: dict[str, Any]) -> list[str]:
@@ -47,16 +50,12 @@ def reserved_uids(claim: dict[str, Any]) -> list[str]:
 
 
 def for_claim_gone(kube: Kube, api: str, namespace: str, name: str, timeout: float = timeouts.CLAIM) -> None:
-    def probe() -> bool | Pending:
-        try:
-            claim = dra.get_claim(kube, api, namespace, name)
-        except client.ApiException as exc:
-            if exc.status == 404:
-                return True
-            raise
-        return Pending(dra.claim_summary(claim))
-
-    until(probe, what=f"ResourceClaim {namespace}/{name} to be deleted", timeout=timeout)
+    for_gone(
+        lambda: dra.get_claim(kube, api, namespace, name),
+        dra.claim_summary,
+        what=f"ResourceClaim {namespace}/{name} to be deleted",
+        timeout=timeout,
+    )
 
 
 def for_slice_count(
@@ -118,11 +117,13 @@ def for_rule(
 ) -> dict[str, Any]:
     """Wait for DeviceTaintRule `name` (read through objects.get_rule) to satisfy condition."""
 
-    def probe() -> dict[str, Any] | Pending:
-        rule = objects.get_rule(name)
-        return rule if condition(rule) else Pending(f"status={rule.get('status')}")
-
-    return until(probe, what=f"DeviceTaintRule {name} {what}", timeout=timeout)
+    return for_object(
+        lambda: objects.get_rule(name),
+        condition,
+        lambda rule: f"status={rule.get('status')}",
+        what=f"DeviceTaintRule {name} {what}",
+        timeout=timeout,
+    )
 
 
 def for_kubelet_connection(

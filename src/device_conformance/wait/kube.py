@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from kubernetes import client
 
 from device_conformance import timeouts
 from device_conformance.kube import nodes, pods
 from device_conformance.kube.client import Kube
 from device_conformance.wait.core import Abort, Pending, until
+
+T = TypeVar("T")
 
 
 def for_node_ready(kube: Kube, node: str, timeout: float = timeouts.NODE_READY) -> None:
@@ -65,17 +70,40 @@ def for_resource_counts(
     )
 
 
-def for_pod_gone(kube: Kube, namespace: str, name: str, timeout: float = timeouts.POD_GONE) -> None:
+def for_object(
+    read: Callable[[], T], condition: Callable[[T], bool], describe: Callable[[T], str], *, what: str, timeout: float
+) -> T:
+    """The object `read` returns once `condition` holds; a timeout shows `describe` of the last one read."""
+
+    def probe() -> T | Pending:
+        found = read()
+        return found if condition(found) else Pending(describe(found))
+
+    return until(probe, what=what, timeout=timeout)
+
+
+def for_gone(read: Callable[[], T], describe: Callable[[T], str], *, what: str, timeout: float) -> None:
+    """Until `read` answers 404: the API object is deleted (finalizers and all)."""
+
     def probe() -> bool | Pending:
         try:
-            pod = pods.read(kube, namespace, name)
+            found = read()
         except client.ApiException as exc:
             if exc.status == 404:
                 return True
             raise
-        return Pending(pods.summary(pod))
+        return Pending(describe(found))
 
-    until(probe, what=f"pod {namespace}/{name} to be deleted", timeout=timeout)
+    until(probe, what=what, timeout=timeout)
+
+
+def for_pod_gone(kube: Kube, namespace: str, name: str, timeout: float = timeouts.POD_GONE) -> None:
+    for_gone(
+        lambda: pods.read(kube, namespace, name),
+        pods.summary,
+        what=f"pod {namespace}/{name} to be deleted",
+        timeout=timeout,
+    )
 
 
 def for_log_line(
