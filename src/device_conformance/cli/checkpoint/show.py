@@ -43,8 +43,9 @@ def _status(doc: dict[str, Any]) -> str:
     return f"MISMATCH / rejected: {doc['reason']}"
 
 
-def _dm_doc(p: dm.ParsedCheckpoint) -> dict[str, Any]:
-    doc: dict[str, Any] = {
+def _validity(p: dm.ParsedCheckpoint | dra.ParsedDRA) -> dict[str, Any]:
+    """What both checkpoint kinds report first: the format and whether the kubelet would accept the file."""
+    return {
         "format": p.format,
         "format_label": p.label,
         "valid": p.valid,
@@ -52,6 +53,10 @@ def _dm_doc(p: dm.ParsedCheckpoint) -> dict[str, Any]:
         "stored_checksum": p.stored_checksum,
         "computed_checksum": p.computed_checksum,
     }
+
+
+def _dm_doc(p: dm.ParsedCheckpoint) -> dict[str, Any]:
+    doc = _validity(p)
     cp = p.checkpoint
     if cp is None:
         return doc
@@ -125,14 +130,7 @@ def _print_alloc(e: dict[str, Any]) -> None:
 
 
 def _dra_doc(p: dra.ParsedDRA) -> dict[str, Any]:
-    doc: dict[str, Any] = {
-        "format": p.format,
-        "format_label": p.label,
-        "valid": p.valid,
-        "reason": p.reason,
-        "stored_checksum": p.stored_checksum,
-        "computed_checksum": p.computed_checksum,
-    }
+    doc = _validity(p)
     if p.format == "v1":
         doc["claims"] = (
             None if p.state is None or p.state.entries is None else [dataclasses.asdict(c) for c in p.state.entries]
