@@ -11,15 +11,22 @@ K8S_SOURCE ?=
 PYTEST_ARGS ?=
 K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE))
 
-.PHONY: venv test test-fast e2e bench lint protos setup cleanup
+.PHONY: venv lock test test-fast e2e bench lint protos setup cleanup
 
 venv: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml setup.py
+# Exactly the versions CI tested: requirements.lock (hashes) installed by uv; `make lock` re-resolves it.
+UV_VERSION := 0.13.9
+
+$(VENV)/.installed: pyproject.toml setup.py requirements.lock
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --disable-pip-version-check "uv==$(UV_VERSION)"
+	$(BIN)/uv pip install -q --python $(BIN)/python --require-hashes -r requirements.lock
+	$(BIN)/uv pip install -q --python $(BIN)/python --no-deps -e .
 	touch $@
+
+lock: venv
+	$(BIN)/uv pip compile -q pyproject.toml --extra dev --generate-hashes --python-version 3.11 -o requirements.lock
 
 test: venv
 	$(BIN)/ruff check .
