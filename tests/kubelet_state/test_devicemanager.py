@@ -1,4 +1,4 @@
-"""kubelet_internal_checkpoint: api-facts 5.7 vectors, Go-generated vectors, forging, AllocResp."""
+"""kubelet_internal_checkpoint: reference vectors of both formats, Go-generated vectors, forging, AllocResp."""
 
 import base64
 import json
@@ -12,8 +12,8 @@ from device_conformance.kubelet_state import devicemanager as dm
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "devicemanager_go_vectors.json").read_text())
 GO = VECTORS["devicemanager"]
 
-# api-facts 5.7: (name, format, checksum, file)
-FACTS_5_7 = [
+# Reference checkpoints of both formats: (name, format, checksum, file)
+REFERENCE_CHECKPOINTS = [
     (
         "v2_basic",
         "v2",
@@ -52,15 +52,17 @@ FACTS_5_7 = [
     ),
     ("v1_empty", "v1", 2932075448, '{"Data":{"PodDeviceEntries":[],"RegisteredDevices":{}},"Checksum":2932075448}'),
 ]
-V2_BASIC = FACTS_5_7[0][3].encode()
-V1_BASIC = FACTS_5_7[4][3].encode()
+V2_BASIC = REFERENCE_CHECKPOINTS[0][3].encode()
+V1_BASIC = REFERENCE_CHECKPOINTS[4][3].encode()
 
 
 def _bytes(vector: dict) -> bytes:
     return vector["file"].encode() if "file" in vector else base64.b64decode(vector["file_b64"])
 
 
-@pytest.mark.parametrize(("name", "fmt", "checksum", "text"), FACTS_5_7, ids=[v[0] for v in FACTS_5_7])
+@pytest.mark.parametrize(
+    ("name", "fmt", "checksum", "text"), REFERENCE_CHECKPOINTS, ids=[v[0] for v in REFERENCE_CHECKPOINTS]
+)
 def test_api_facts_5_7_vectors_verify_and_reencode_byte_for_byte(name, fmt, checksum, text):
     parsed = dm.parse(text.encode())
     assert parsed.valid, parsed.reason
@@ -113,7 +115,7 @@ def test_go_written_files_reencode_byte_for_byte(vector):
 
 def test_readers_by_kubelet_version():
     v1, v2 = dm.parse(V1_BASIC), dm.parse(V2_BASIC)
-    empty = dm.parse(FACTS_5_7[2][3].encode())
+    empty = dm.parse(REFERENCE_CHECKPOINTS[2][3].encode())
     assert [m for m in range(11, 36) if v1.readable_by(m)] == [*range(11, 20), *range(23, 30)]
     assert [m for m in range(11, 36) if v2.readable_by(m)] == list(range(20, 36))
     assert all(empty.readable_by(m) for m in range(11, 36))

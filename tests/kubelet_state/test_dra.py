@@ -1,4 +1,4 @@
-"""dra_manager_state: upstream v1.37.1 unit-test vectors, api-facts 6.2 legacy vectors, Go-generated vectors."""
+"""dra_manager_state: upstream v1.37.1 unit-test vectors, the pre-1.30 legacy format, Go-generated vectors."""
 
 import json
 from pathlib import Path
@@ -10,8 +10,8 @@ from device_conformance.kubelet_state import dra
 GO = json.loads((Path(__file__).parent / "vectors" / "devicemanager_go_vectors.json").read_text())["dra"]
 
 # Upstream unit-test vectors: pkg/kubelet/cm/dra/state/checkpointer_test.go at v1.37.1 (the kubelet writes the
-# list under "ClaimInfoStateList"; api-facts 6.1 printed "Entries", which only upstream's incorrect-checksum case
-# uses, and a 1.37.1 kubelet was seen writing ClaimInfoStateList on a real node).
+# list under "ClaimInfoStateList"; "Entries" appears only in upstream's incorrect-checksum case, and a 1.37.1
+# kubelet was seen writing ClaimInfoStateList on a real node).
 ONE_CLAIM = (
     rb'{"Data":"{\"kind\":\"DRACheckpoint\",\"apiVersion\":\"checkpoint.dra.kubelet.k8s.io/v1\",\"ClaimInfoStateList\":[{'
     rb"\"ClaimUID\":\"067798be-454e-4be4-9047-1aa06aea63f7\",\"ClaimName\":\"example\",\"Namespace\":\"default\","
@@ -37,7 +37,7 @@ TWO_CLAIMS = ('{"Data":"' + TWO_CLAIMS_DATA + '","Checksum":1582256999}').encode
 # Upstream's "incorrect-checksum" case: its Data uses the key "Entries"; 2930258365 is not its CRC.
 BAD_DATA = TWO_CLAIMS_DATA.replace("ClaimInfoStateList", "Entries")
 TWO_CLAIMS_BAD = ('{"Data":"' + BAD_DATA + '","Checksum":2930258365}').encode()
-# api-facts 6.2
+# The legacy (pre-checkpoint.dra.kubelet.k8s.io) dra_manager_state format.
 LEGACY = (
     b'{"version":"v1","entries":[{"DriverName":"test-driver.cdi.k8s.io","ClassName":"class-name","ClaimUID":'
     b'"067798be-454e-4be4-9047-1aa06aea63f7","ClaimName":"example","Namespace":"default","PodUIDs":{'

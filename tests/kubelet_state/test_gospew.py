@@ -1,4 +1,4 @@
-"""go-spew %#v printing, FNV-1a and Go encoding/json semantics, against api-facts 5.4 and 6.2."""
+"""go-spew %#v printing, FNV-1a and Go encoding/json semantics, against the kubelet's checkpoint checksums."""
 
 import pytest
 
