@@ -193,8 +193,8 @@ def test_running_pod_claim_is_not_prepared_again_after_restart(restarted):
 @pytest.mark.scenario("DRA12")
 def test_pod_deleted_while_prepare_blocked_and_kubelet_down_is_not_prepared(restarted):
     """Upstream DRA12 (#116411 family): after the restart the kubelet must not prepare a deleted pod's claim;
-    the claim it checkpointed before calling the driver is unprepared by its reconcile loop
-    (pkg/kubelet/cm/dra/manager.go prepareResources: "we will catch that in the reconcile loop")."""
+    the claim it checkpointed before calling the driver (pkg/kubelet/cm/dra/manager.go prepareResources adds the
+    pod to the claim's checkpoint entry first) is unprepared by its reconcile loop, the pod being gone."""
     restarted.no_prepare_for_deleted.holds()
     driver, uid = restarted.deleted, restarted.deleted_uid
     driver.wait_for_call(UNPREPARE, ok=True, timeout=timeouts.DRA_RECONCILE)
