@@ -162,3 +162,19 @@ DRA_CHECKPOINT_UPDATED = 30
 # A kubelet continued (SIGCONT) after a SIGSTOP answers /healthz again: nothing restarts, the process
 # resumes where it stopped, so this is only the health server's next answer under load.
 KUBELET_HEALTHY_AFTER_THAW = 30
+
+# -- "Nothing happens" windows of the DRA and taint suites (verdicts that catch broken kubelets) ------
+# Each runs in the background (wait.core.watch) from the moment the guarded state exists, so several
+# windows overlap with each other and with the tests of their module instead of adding up.
+
+# A claim the kubelet has prepared (or must not prepare) gets no NodePrepareResources call for this long
+# after a kubelet restart: upstream test/e2e_node/dra_test.go "must not call NodePrepareResources for
+# deleted pod after Kubelet restart" holds it for retryTestTimeout = kubeletRetryPeriod (90 s) + 30 s, an
+# upper bound of one failed pod start followed by the next attempt.
+DRA_NO_PREPARE_WINDOW = 90 + 30
+# A pod whose device is tainted NoSchedule, or selected by an effect-None DeviceTaintRule, or not selected
+# by a NoExecute rule at all, is not evicted for this long: the device-taint-eviction controller
+# (pkg/controller/devicetainteviction/device_taint_eviction.go) acts on informer events within seconds and
+# rewrites rule status every DEVICE_TAINT_RULE_STATUS_PERIOD; a minute is six of those periods, the same
+# as upstream test/e2e_node/dra_test.go podInPendingStateTimeout (60 s) for "nothing happens" to a pod.
+TAINT_NO_EVICTION_WINDOW = 60

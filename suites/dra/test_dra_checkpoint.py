@@ -8,6 +8,7 @@ import pytest
 from device_conformance import timeouts
 from device_conformance.errors import ConformanceError
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kubelet_state import dra as dra_state
 from device_conformance.wait.core import Pending, until
 
@@ -35,6 +36,7 @@ def test_checkpoint_records_the_prepared_claim(node, dra_driver, dra_objects):
     assert uid in entries, f"checkpoint entries: {list(entries)}"
     entry = entries[uid]
     assert (entry.claim_name, entry.namespace, entry.pod_uids) == (claim["metadata"]["name"], pod.namespace, [pod.uid])
+    assert claim_record(driver.calls("NodePrepareResources")) == [([uid], "ok")], "prepared exactly once"
     (prepared,) = driver.prepared()[uid]["devices"]
     assert list(entry.drivers) == [driver.config.driver_name]
     (device,) = entry.drivers[driver.config.driver_name]
@@ -69,9 +71,11 @@ def test_forged_checkpoint_with_right_checksum_is_believed(node, namespace, dra_
         node.write_file(dra_state.DEFAULT_PATH, dra_state.encode(state, share_id_field=True))
     driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
 
-    calls = driver.wait_for_call("NodeUnprepareResources", done=True, timeout=timeouts.DRA_RECONCILE)
-    assert calls[0].request["claims"] == [{"namespace": namespace, "uid": forged.claim_uid, "name": forged.claim_name}]
-    assert calls[0].ok
+    driver.wait_for_call("NodeUnprepareResources", done=True, timeout=timeouts.DRA_RECONCILE)
+    calls = driver.calls("NodeUnprepareResources")
+    asked = [(c.request.get("claims"), c.outcome()) for c in calls]
+    claim = {"namespace": namespace, "uid": forged.claim_uid, "name": forged.claim_name}
+    assert asked == [([claim], "ok")], "one NodeUnprepareResources for the forged claim"
 
     def dropped():
         parsed = dra_state.parse(node.read_file(dra_state.DEFAULT_PATH))
@@ -81,7 +85,7 @@ def test_forged_checkpoint_with_right_checksum_is_believed(node, namespace, dra_
         return True if forged.claim_uid not in uids else Pending(f"entries {uids}")
 
     until(dropped, what="the forged claim to leave dra_manager_state", timeout=timeouts.DRA_CHECKPOINT_UPDATED)
-    assert driver.calls("NodePrepareResources") == []
+    assert driver.calls("NodePrepareResources") == [], "no NodePrepareResources for a claim the kubelet only read"
 
 
 @pytest.mark.disruptive
@@ -99,9 +103,9 @@ def test_forged_checkpoint_with_wrong_checksum_stops_the_kubelet(node, kubelet_r
         node.kubelet.start()
     log = node.kubelet.log_since(mark)
     assert "checkpoint is corrupted" in log, log[-2000:]
-    assert "dra_manager_state" in log
-    assert not node.kubelet.healthy()
+    assert "dra_manager_state" in log, log[-2000:]
+    assert not node.kubelet.healthy(), "the kubelet answers /healthz although its DRA checkpoint is corrupted"
 
     node.write_file(dra_state.DEFAULT_PATH, original)
     node.kubelet.start()
-    assert node.kubelet.healthy()
+    assert node.kubelet.healthy(), "the kubelet is not healthy again with its original dra_manager_state"

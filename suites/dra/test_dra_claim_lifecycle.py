@@ -5,11 +5,11 @@ import pytest
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
-from device_conformance.fakes.common.calls import summarize
+from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import cdi
 from device_conformance.node.cri import cdi_support
 from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import Pending, stays, until
+from device_conformance.wait.core import stays
 
 pytestmark = [
     pytest.mark.dra,
@@ -17,9 +17,13 @@ pytestmark = [
 ]
 
 
-def claim_uids(calls):
-    """Claim UIDs of NodePrepareResources / NodeUnprepareResources calls, in call order."""
-    return [uid for call in calls for uid in call.claim_uids]
+PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+
+
+def retried_until_ok(calls, uid, failure):
+    """The claim record of calls that failed with `failure` some times, then succeeded exactly once."""
+    failed = sum(1 for c in calls if c.outcome() == failure)
+    return [([uid], failure)] * failed + [([uid], "ok")]
 
 
 def still_there(pod):
@@ -39,39 +43,38 @@ def test_template_claim_is_prepared_and_unprepared_once(dra_driver, dra_objects)
     assert [(r["driver"], r["pool"], r["device"]) for r in results] == [
         (driver.config.driver_name, driver.config.pool, "dev-0")
     ]
-    assert wait_dra.reserved_uids(claim) == [pod.uid]
-    prepares = driver.calls("NodePrepareResources")
-    assert [c.ok for c in prepares] == [True]
-    assert claim_uids(prepares) == [uid]
+    assert wait_dra.reserved_uids(claim) == [pod.uid], f"reservedFor: {claim['status'].get('reservedFor')}"
+    assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "prepared exactly once for the pod's start"
+    assert claim_record(driver.calls(UNPREPARE)) == [], "no NodeUnprepareResources while the pod runs"
     assert list(driver.prepared()) == [uid]
 
     pod.delete()
     pod.wait_gone(timeout=timeouts.UNPREPARE)
     pod.wait_claim_gone(claim_name)
-    unprepares = driver.calls("NodeUnprepareResources")
-    assert claim_uids(unprepares) == [uid], "unprepared exactly once"
-    assert all(c.ok for c in unprepares)
+    assert claim_record(driver.calls(UNPREPARE)) == [([uid], "ok")], "unprepared exactly once"
     assert driver.prepared() == {}
-    assert claim_uids(driver.calls("NodePrepareResources")) == [uid], "never prepared again"
+    assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "never prepared again"
 
 
-def test_container_sees_its_device_env(node, dra_driver, dra_objects):
-    """The driver's CDI spec (one env var pair per device) reaches the container through the runtime."""
+def test_container_sees_every_device_of_its_claim(node, dra_driver, dra_objects):
+    """The driver's CDI spec (one env var pair per device) reaches the container through the runtime: for
+    each device of a two-device claim, read from inside the container."""
     cdi_ok, why = cdi_support(node.runtime_info(), "the node's container runtime")
     if not cdi_ok:
         pytest.skip(f"the container runtime has no CDI, so DRA devices cannot reach containers: {why}")
-    driver = dra_driver(devices=("dev-0",))
+    driver = dra_driver(devices=("dev-0", "dev-1"))
     # It keeps running: the generated claim of a finished pod is deleted at once.
-    pod = dra_objects.claim_pod("env", driver, ["sh", "-c", "env | grep ^DRA_ | sort; exec sleep 86400"])
+    script = "env | grep ^DRA_ | sort; echo END-OF-ENV; exec sleep 86400"
+    pod = dra_objects.claim_pod("env", driver, ["sh", "-c", script], request={"count": 2})
     pod.wait_running()
+    pod.log_line("END-OF-ENV")
     claim = pod.claim()
-    expected = sorted(cdi.device_env(pod.namespace, claim["metadata"]["name"], claim["metadata"]["uid"], "dev-0"))
-
-    def env_lines():
-        lines = pod.logs().split()
-        return lines if len(lines) >= len(expected) else Pending(f"log so far: {lines}")
-
-    assert until(env_lines, what=f"the DRA_ env lines of {pod}", timeout=timeouts.CLAIM_POD_START) == expected
+    name, uid = claim["metadata"]["name"], claim["metadata"]["uid"]
+    devices = pod.allocated_devices()
+    assert sorted(devices) == ["dev-0", "dev-1"], f"allocated: {devices}"
+    expected = sorted(line for device in devices for line in cdi.device_env(pod.namespace, name, uid, device))
+    seen = [line for line in pod.logs().split() if line.startswith("DRA_")]
+    assert seen == expected, "the container's DRA_ environment, one pair per device of its claim"
 
 
 @pytest.mark.scenario("DRA-U1", "DRA-U2")
@@ -83,21 +86,24 @@ def test_shared_claim_is_prepared_once_and_unprepared_after_the_last_pod(dra_dri
         pod = dra_objects.claim_pod(f"share{i}", claim=claim)
         pod.wait_running()
         sharing.append(pod)
+        uid = pod.claim_uid()
+        # One NodePrepareResources per claim, not per pod: later pods start without any call.
+        assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], f"after pod {i + 1} of 3 started"
     state = sharing[0].claim()
-    uid = state["metadata"]["uid"]
-    assert len(wait_dra.reserved_uids(state)) == 3
-    assert claim_uids(driver.calls("NodePrepareResources")) == [uid], "one prepare for all pods"
+    assert sorted(wait_dra.reserved_uids(state)) == sorted(p.uid for p in sharing)
+    assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "one prepare for all pods"
 
     for pod in sharing[:-1]:
         pod.delete()
         pod.wait_gone(timeout=timeouts.UNPREPARE)
-    assert driver.calls("NodeUnprepareResources") == [], "other pods still use the claim"
+        assert claim_record(driver.calls(UNPREPARE)) == [], f"other pods still use the claim, {pod} went"
     assert list(driver.prepared()) == [uid]
 
     sharing[-1].delete()
     sharing[-1].wait_gone(timeout=timeouts.UNPREPARE)
-    driver.wait_for_call("NodeUnprepareResources", ok=True, timeout=timeouts.UNPREPARE)
-    assert claim_uids(driver.calls("NodeUnprepareResources")) == [uid]
+    driver.wait_for_call(UNPREPARE, ok=True, timeout=timeouts.UNPREPARE)
+    assert claim_record(driver.calls(UNPREPARE)) == [([uid], "ok")], "unprepared exactly once, after the last pod"
+    assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "never prepared again"
     assert driver.prepared() == {}
 
 
@@ -108,15 +114,16 @@ def test_failed_prepare_is_retried_until_it_succeeds(dra_driver, dra_objects, pe
     driver = dra_driver(devices=("dev-0",))
     driver.fail_prepare("injected prepare failure", per_claim=per_claim)
     pod = dra_objects.claim_pod("prepfail", driver)
-    driver.wait_for_call("NodePrepareResources", ok=False)
+    driver.wait_for_call(PREPARE, ok=False)
     event = pod.wait_event("FailedPrepareDynamicResources")
     assert "injected prepare failure" in event
     assert pod.read().status.phase == "Pending"
 
     driver.clear_faults()
     pod.wait_running(timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
-    prepares = driver.calls("NodePrepareResources")
-    assert prepares and prepares[-1].ok is True, summarize(prepares)
+    prepares = driver.calls(PREPARE)
+    failure = "claim error" if per_claim else "error UNKNOWN"
+    assert claim_record(prepares) == retried_until_ok(prepares, pod.claim_uid(), failure)
 
 
 @pytest.mark.scenario("DRA5")
@@ -124,7 +131,7 @@ def test_blocked_prepare_holds_the_pod_until_released(dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",))
     driver.block_prepare()
     pod = dra_objects.claim_pod("blocked", driver)
-    driver.wait_for_blocked("NodePrepareResources")
+    driver.wait_for_blocked(PREPARE)
 
     def started(current):
         running = [c.name for c in current.status.container_statuses or [] if c.state.running]
@@ -134,6 +141,7 @@ def test_blocked_prepare_holds_the_pod_until_released(dra_driver, dra_objects):
     assert pod.read().status.phase == "Pending"
     driver.unblock()
     pod.wait_running()
+    assert claim_record(driver.calls(PREPARE)) == [([pod.claim_uid()], "ok")], "the held call, and no other"
 
 
 @pytest.mark.scenario("DRA10")
@@ -145,12 +153,13 @@ def test_deleted_pod_stays_terminating_while_unprepare_fails(dra_driver, dra_obj
     driver.fail_unprepare("injected unprepare failure")
 
     pod.delete()
-    driver.wait_for_call("NodeUnprepareResources", ok=False, timeout=timeouts.UNPREPARE)
+    driver.wait_for_call(UNPREPARE, ok=False, timeout=timeouts.UNPREPARE)
     stays(lambda: still_there(pod), what="the pod object to stay while its claim is not unprepared", duration=3)
     assert list(driver.prepared()) == [uid]
 
     driver.clear_faults()
     pod.wait_gone(timeout=timeouts.UNPREPARE_RETRY)
     assert driver.prepared() == {}
-    unprepared = claim_uids(driver.calls("NodeUnprepareResources"))
-    assert unprepared and unprepared[-1] == uid, f"claims unprepared: {unprepared}, expected last {uid}"
+    unprepares = driver.calls(UNPREPARE)
+    assert claim_record(unprepares) == retried_until_ok(unprepares, uid, "error UNKNOWN")
+    assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "prepared once, for the pod's only start"

@@ -7,6 +7,7 @@ import pytest
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import stays
@@ -17,6 +18,9 @@ pytestmark = [
 ]
 
 
+PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+
+
 def slice_identity(kube, resource_api, node, driver):
     """(uid, resourceVersion) of the driver's slices on the node: any delete or update changes it."""
     items = dra.list_slices(kube, resource_api, node=node.name, driver=driver.config.driver_name)
@@ -24,22 +28,26 @@ def slice_identity(kube, resource_api, node, driver):
 
 
 @pytest.mark.scenario("DRA2")
-def test_killed_driver_registers_again_when_restarted(node, dra_driver):
+def test_killed_driver_registers_again_when_restarted(node, dra_driver, dra_objects):
+    """The kubelet registers the new process and serves the next pod through it (not through a connection
+    to the dead one)."""
     driver = dra_driver(devices=("dev-0",))
-    first_pid = driver.pid
     driver.restart(kill=True)
-    assert driver.pid != first_pid
     driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
-    notifications = driver.registrations()
-    assert [n.ok for n in notifications] == [True, True]
-    assert notifications[-1].pid == driver.pid
+    notifications = [(n.ok, n.pid) for n in driver.registrations()]
+    assert [ok for ok, _ in notifications] == [True, True], f"registration verdicts: {driver.registrations()}"
+    assert notifications[-1][1] == driver.pid, f"the last registration reached pid {notifications[-1][1]}"
+    pod = dra_objects.claim_pod("after", driver)
+    pod.wait_running()
+    prepares = [(c.claim_uids, c.outcome(), c.pid) for c in driver.calls(PREPARE)]
+    assert prepares == [([pod.claim_uid()], "ok", driver.pid)], "one NodePrepareResources, to the new process"
 
 
 @pytest.mark.scenario("DRA-S5")
 def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, node, dra_driver, resource_api):
     driver = dra_driver(devices=("dev-0", "dev-1"))
     before = slice_identity(kube, resource_api, node, driver)
-    assert len(before) == 1
+    assert len(before) == 1, f"slices of the driver before the restart: {before}"
     killed_at = time.monotonic()
     driver.restart(kill=True)
     driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
@@ -85,10 +93,9 @@ def test_pod_deleted_while_driver_is_down_terminates_when_it_returns(dra_driver,
         return None if current.metadata.deletion_timestamp else f"not deleting: {pods.summary(current)}"
 
     stays(terminating, what="the pod to stay Terminating while the driver is away", duration=10)
-    assert driver.calls("NodeUnprepareResources") == []
+    assert claim_record(driver.calls(UNPREPARE)) == [], "the driver was down: no call can have reached it"
 
     driver.restart()
     pod.wait_gone(timeout=timeouts.UNPREPARE_AFTER_RESTART)
-    unprepares = driver.calls("NodeUnprepareResources")
-    assert [c.request["claims"][0]["uid"] for c in unprepares if c.ok] == [uid]
+    assert claim_record(driver.calls(UNPREPARE)) == [([uid], "ok")], "unprepared exactly once, when it returned"
     assert driver.prepared() == {}

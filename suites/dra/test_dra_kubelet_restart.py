@@ -1,11 +1,23 @@
-"""Kubelet restarts with claims in flight: what the dra_manager_state checkpoint must carry across."""
+"""Kubelet restarts with claims in flight: what the dra_manager_state checkpoint must carry across.
+
+The two "no NodePrepareResources after the restart" verdicts hold for timeouts.DRA_NO_PREPARE_WINDOW
+(upstream's retryTestTimeout). Their scenarios share one kubelet restart in the module fixture `restarted`,
+before the module's first test, so the windows run while the module's other tests go on; the tests at the
+end of the module collect the verdicts.
+"""
+
+from dataclasses import dataclass
 
 import pytest
+from kubernetes import client
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.expectations.dra import FIRST_DRA_MINOR, supports_dra
+from device_conformance.fakes.common.calls import claim_record
+from device_conformance.fakes.dra_driver.handle import DraDriverHandle
+from device_conformance.handles import ClaimPodHandle
 from device_conformance.wait import kube as wait
-from device_conformance.wait.core import stays
+from device_conformance.wait.core import Watch, watch
 
 pytestmark = [
     pytest.mark.dra,
@@ -13,9 +25,7 @@ pytestmark = [
     pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
 ]
 
-
-def claim_uids(calls):
-    return [uid for call in calls for uid in call.claim_uids]
+PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 
 
 def running_claim_pod(driver, dra_objects):
@@ -25,30 +35,91 @@ def running_claim_pod(driver, dra_objects):
     return pod, running, pod.claim_uid()
 
 
+def calls_stay(driver: DraDriverHandle, expected: dict[str, list[tuple[list[str], str]]], what: str) -> Watch:
+    """A window in which the driver's claim calls stay exactly `expected` (method -> claim_record)."""
+
+    def probe() -> str | None:
+        seen = {method: claim_record(driver.calls(method)) for method in expected}
+        return None if seen == expected else f"calls {seen}, expected {expected}"
+
+    return watch(probe, what=what, duration=timeouts.DRA_NO_PREPARE_WINDOW)
+
+
+@dataclass
+class Restarted:
+    """What the module fixture's kubelet restart left, with the windows that guard it already running."""
+
+    running: DraDriverHandle  # its claim was prepared before the restart, its pod kept running
+    running_pod: ClaimPodHandle
+    running_before: client.V1Pod
+    running_uid: str
+    no_second_prepare: Watch
+    deleted: DraDriverHandle  # its pod was deleted while NodePrepareResources was held and the kubelet down
+    deleted_uid: str
+    no_prepare_for_deleted: Watch
+
+
+@pytest.fixture(scope="module", autouse=True)
+def restarted(request, cluster, kube):
+    """One kubelet restart for both scenarios of the module doc; the windows start once the kubelet is back."""
+    if not supports_dra(cluster.k8s_version):
+        yield None  # the module's since marker skips every test
+        return
+    shared = request.getfixturevalue("shared_dra")
+    node, objects = shared.node, shared.objects
+
+    running = shared.driver(devices=("dev-0",))
+    running_pod, running_before, running_uid = running_claim_pod(running, objects)
+
+    deleted = shared.driver(devices=("dev-0",))
+    deleted.block_prepare()
+    gone = objects.claim_pod("gone", deleted)
+    deleted.wait_for_blocked(PREPARE)
+    deleted_uid = gone.claim_uid()  # the kubelet checkpointed the claim before it called the driver
+    try:
+        with node.kubelet.stopped():
+            gone.force_delete()
+            gone.wait_gone()
+            deleted.unblock()  # the held call ends (its client is gone); the log has it once it returned
+            deleted.wait_for_call(PREPARE, done=True)
+    finally:
+        if not node.kubelet.healthy():
+            node.kubelet.start()
+    for driver in (running, deleted):
+        driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
+    wait.for_node_ready(kube, node.name)
+
+    no_second_prepare = calls_stay(
+        running,
+        {PREPARE: [([running_uid], "ok")], UNPREPARE: []},
+        f"no further NodePrepareResources (nor any NodeUnprepareResources) for running claim {running_uid}",
+    )
+    no_prepare_for_deleted = calls_stay(
+        deleted,
+        {PREPARE: claim_record(deleted.calls(PREPARE))},
+        f"no NodePrepareResources for claim {deleted_uid} of the pod deleted while the kubelet was down",
+    )
+    yield Restarted(
+        running,
+        running_pod,
+        running_before,
+        running_uid,
+        no_second_prepare,
+        deleted,
+        deleted_uid,
+        no_prepare_for_deleted,
+    )
+    no_second_prepare.cancel()
+    no_prepare_for_deleted.cancel()
+
+
 @pytest.mark.scenario("DRA1")
 def test_driver_registers_again_after_kubelet_restart(node, dra_driver, kubelet_restored):
     driver = dra_driver(devices=("dev-0",))
     node.kubelet.restart()
     driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
-    assert [r.ok for r in driver.registrations()] == [True, True]
-
-
-def test_running_pod_claim_is_not_prepared_again_after_restart(kube, node, dra_driver, dra_objects, kubelet_restored):
-    driver = dra_driver(devices=("dev-0",))
-    pod, before, uid = running_claim_pod(driver, dra_objects)
-    node.kubelet.restart()
-    driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
-    wait.for_node_ready(kube, node.name)
-    after = pod.wait_running()
-    assert after.metadata.uid == before.metadata.uid
-    assert after.status.container_statuses[0].restart_count == 0
-    # The checkpoint says the claim is prepared: no second call, not even an idempotent one.
-    stays(
-        lambda: None if claim_uids(driver.calls("NodePrepareResources")) == [uid] else str(driver.calls()[-3:]),
-        what="no further NodePrepareResources after the restart",
-        duration=5,
-    )
-    assert driver.calls("NodeUnprepareResources") == []
+    oks = [r.ok for r in driver.registrations()]
+    assert oks == [True, True], f"registration verdicts of the kubelet: {driver.registrations()}"
 
 
 @pytest.mark.slow  # the kubelet finds the orphaned claim in its reconcile loop, every 60 s
@@ -61,8 +132,9 @@ def test_pod_deleted_while_kubelet_is_down_is_unprepared_after_start(node, dra_d
         pod.wait_gone()
         assert list(driver.prepared()) == [uid]
 
-    driver.wait_for_call("NodeUnprepareResources", ok=True, timeout=timeouts.UNPREPARE_AFTER_RESTART)
-    assert claim_uids(driver.calls("NodeUnprepareResources")) == [uid]
+    driver.wait_for_call(UNPREPARE, ok=True, timeout=timeouts.UNPREPARE_AFTER_RESTART)
+    assert claim_record(driver.calls(UNPREPARE)) == [([uid], "ok")], "unprepared exactly once"
+    assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "prepared once, for the pod's only start"
     assert driver.prepared() == {}
 
 
@@ -71,11 +143,15 @@ def test_failed_prepare_is_retried_after_kubelet_restart(node, dra_driver, dra_o
     driver = dra_driver(devices=("dev-0",))
     driver.fail_prepare("injected prepare failure")
     pod = dra_objects.claim_pod("retry", driver)
-    driver.wait_for_call("NodePrepareResources", ok=False)
+    driver.wait_for_call(PREPARE, ok=False)
     with node.kubelet.stopped():
         driver.clear_faults()
+        failed = len(driver.calls(PREPARE))
     pod.wait_running(timeout=timeouts.CLAIM_POD_START_AFTER_KUBELET_RESTART)
-    assert driver.calls("NodePrepareResources")[-1].ok is True
+    uid = pod.claim_uid()
+    # Failed calls before the restart (the pod worker may have retried), then exactly one that succeeded.
+    expected = [([uid], "error UNKNOWN")] * failed + [([uid], "ok")]
+    assert claim_record(driver.calls(PREPARE)) == expected, "one successful NodePrepareResources after the restart"
 
 
 @pytest.mark.scenario("DRA-T5")
@@ -84,37 +160,43 @@ def test_prepare_blocked_across_a_kubelet_restart(node, dra_driver, dra_objects,
     driver = dra_driver(devices=("dev-0",))
     driver.block_prepare()
     pod = dra_objects.claim_pod("blocked", driver)
-    driver.wait_for_blocked("NodePrepareResources")
+    driver.wait_for_blocked(PREPARE)
     node.kubelet.restart()
     driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
-    driver.wait_for_blocked("NodePrepareResources")  # the restarted kubelet asks again
+    # The old kubelet's held call ends with its client; the restarted kubelet asks again, and is held.
+    driver.wait_for_call(PREPARE, count=2, timeout=timeouts.CLAIM_POD_START_AFTER_KUBELET_RESTART)
+    driver.wait_for_blocked(PREPARE)
     driver.unblock()
     pod.wait_running(timeout=timeouts.CLAIM_POD_START_AFTER_KUBELET_RESTART)
-    assert list(driver.prepared()) == [pod.claim_uid()]
-    assert any(c.ok for c in driver.calls("NodePrepareResources"))
+    uid = pod.claim_uid()
+    assert list(driver.prepared()) == [uid]
+    # One call per kubelet: the old one's (held, then released) and the new one's, which started the pod.
+    calls = driver.calls(PREPARE)
+    assert [c.claim_uids for c in calls] == [[uid], [uid]], f"NodePrepareResources calls: {claim_record(calls)}"
+    assert calls[-1].ok, f"the restarted kubelet's NodePrepareResources did not succeed: {claim_record(calls)}"
+
+
+# The tests below collect the verdicts of the module fixture's windows; they stay at the end of the module so
+# the windows overlap with the tests above.
+
+
+def test_running_pod_claim_is_not_prepared_again_after_restart(restarted):
+    after = restarted.running_pod.wait_running()
+    before = restarted.running_before
+    assert after.metadata.uid == before.metadata.uid, "the pod was replaced across the restart"
+    restarts = [(c.name, c.restart_count) for c in after.status.container_statuses or []]
+    assert restarts == [("main", 0)], f"containers (name, restarts) after the kubelet restart: {restarts}"
+    # The checkpoint says the claim is prepared: no second call, not even an idempotent one.
+    restarted.no_second_prepare.holds()
 
 
 @pytest.mark.scenario("DRA12")
-def test_pod_deleted_while_prepare_blocked_and_kubelet_down_is_not_prepared(
-    node, dra_driver, dra_objects, kubelet_restored
-):
-    """Upstream DRA12 (#116411 family): after the restart the kubelet must not prepare a deleted pod's claim."""
-    driver = dra_driver(devices=("dev-0",))
-    driver.block_prepare()
-    pod = dra_objects.claim_pod("gone", driver)
-    driver.wait_for_blocked("NodePrepareResources")
-    with node.kubelet.stopped():
-        pod.force_delete()
-        pod.wait_gone()
-        driver.unblock()  # the held call ends (its client is gone); the log has it once it returned
-        calls_before = len(driver.wait_for_call("NodePrepareResources", done=True))
-    driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
-    stays(
-        lambda: (
-            None
-            if len(driver.calls("NodePrepareResources")) == calls_before
-            else str(driver.calls("NodePrepareResources")[-1])
-        ),
-        what="no NodePrepareResources for the deleted pod",
-        duration=10,
-    )
+def test_pod_deleted_while_prepare_blocked_and_kubelet_down_is_not_prepared(restarted):
+    """Upstream DRA12 (#116411 family): after the restart the kubelet must not prepare a deleted pod's claim;
+    the claim it checkpointed before calling the driver (pkg/kubelet/cm/dra/manager.go prepareResources adds the
+    pod to the claim's checkpoint entry first) is unprepared by its reconcile loop, the pod being gone."""
+    restarted.no_prepare_for_deleted.holds()
+    driver, uid = restarted.deleted, restarted.deleted_uid
+    driver.wait_for_call(UNPREPARE, ok=True, timeout=timeouts.DRA_RECONCILE)
+    assert claim_record(driver.calls(UNPREPARE)) == [([uid], "ok")], "the orphaned claim unprepared exactly once"
+    assert driver.prepared() == {}, "the driver still holds the orphaned claim"

@@ -5,6 +5,7 @@ import pytest
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.fakes.common.calls import claim_record
 from device_conformance.wait import dra as wait_dra
 
 pytestmark = [
@@ -36,7 +37,7 @@ def test_service_socket_up_after_registration(node, dra_driver, dra_objects):
     wait_dra.for_kubelet_connection(node, mark, driver.config.driver_name)
     pod = dra_objects.claim_pod("late", driver)
     pod.wait_running()
-    assert [c.ok for c in driver.calls("NodePrepareResources")] == [True]
+    assert claim_record(driver.calls("NodePrepareResources")) == [([pod.claim_uid()], "ok")], "prepared once"
 
 
 @pytest.mark.slow  # the pod is retried at the kubelet's resync interval (60-90 s)
@@ -49,11 +50,13 @@ def test_prepare_waits_for_a_stopped_dra_service(node, dra_driver, dra_objects):
     pod = dra_objects.claim_pod("nosvc", driver)
 
     event = pod.wait_event("FailedPrepareDynamicResources", timeout=timeouts.CLAIM_POD_START)
-    assert "NodePrepareResources" in event
-    assert pod.read().status.phase == "Pending"
-    assert driver.calls("NodePrepareResources") == []
+    assert "NodePrepareResources" in event, f"FailedPrepareDynamicResources event: {event}"
+    phase = pod.read().status.phase
+    assert phase == "Pending", f"{pod} is {phase} while its driver's DRA service is down"
+    assert driver.calls("NodePrepareResources") == [], "the service is stopped: no call can have reached it"
     mark = node.kubelet.log_mark()
     driver.start_dra_service()
     wait_dra.for_kubelet_connection(node, mark, driver.config.driver_name)
     pod.wait_running(timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
-    assert driver.calls("NodePrepareResources")[-1].ok is True
+    # The calls that could not reach the stopped service are not in the driver's log: one call, the one that worked.
+    assert claim_record(driver.calls("NodePrepareResources")) == [([pod.claim_uid()], "ok")], "prepared once"

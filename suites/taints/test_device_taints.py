@@ -1,21 +1,31 @@
 """Device taints against the real scheduler and device-taint-eviction controller, devices from the fake driver.
 
 Evicted pods are held by a finalizer (keep=True) so their DisruptionTarget condition stays readable.
+
+The "not evicted" verdicts hold for timeouts.TAINT_NO_EVICTION_WINDOW. Their scenarios start together in
+the module fixture `quiet`, before the module's first test, so those windows run while the other tests
+of the module go on; the tests at the end of the module collect their verdicts.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 
 import pytest
+from device_conformance.fixtures.dra_drivers import DraObjects
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import (
     FIRST_DEVICE_TAINTS_MINOR,
     FIRST_NONE_TAINT_EFFECT_MINOR,
     NOEXECUTE_TOLERATION_IGNORED,
+    has_device_taints,
+    has_none_taint_effect,
 )
 from device_conformance.fakes.dra_driver import DeviceSpec
+from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
+from device_conformance.wait.core import Watch, watch
 
 pytestmark = [
     pytest.mark.taints,
@@ -37,15 +47,24 @@ def running_pod(dra_objects, driver, **request):
     pod.wait_running()
     devices = pod.allocated_devices()
     assert len(devices) == 1, f"{pod} runs with allocated devices {devices}, expected one"
-    return pod, devices[0]
+    (device,) = devices
+    return pod, device
 
 
 def assert_evicted(pod, timeout=timeouts.TAINT_EVICTION):
     cond = pod.wait_condition("DisruptionTarget", timeout=timeout)
-    assert (cond.reason, cond.message) == (EVICTION_REASON, EVICTION_MESSAGE)
-    assert pod.read().metadata.deletion_timestamp is not None
-    assert "Marking for deletion" in pod.wait_event("DeviceTaintManagerEviction")
+    assert (cond.reason, cond.message) == (EVICTION_REASON, EVICTION_MESSAGE), (
+        f"{pod}: DisruptionTarget reason/message {(cond.reason, cond.message)}"
+    )
+    assert pod.read().metadata.deletion_timestamp is not None, f"{pod} has DisruptionTarget but is not deleted"
+    event = pod.wait_event("DeviceTaintManagerEviction")
+    assert "Marking for deletion" in event, f"{pod}: DeviceTaintManagerEviction event {event!r}"
     return cond
+
+
+def not_evicted(pod, what):
+    """A background window (wait.core.watch) in which `pod` must not be evicted."""
+    return watch(lambda: evicted(pod.read()), what=f"{pod} {what}", duration=timeouts.TAINT_NO_EVICTION_WINDOW)
 
 
 def evicted(current):
@@ -81,50 +100,11 @@ def test_noschedule_taint_keeps_new_pods_unschedulable_until_tolerated(dra_drive
 
 
 @pytest.mark.scenario("DT-U1")
-def test_noschedule_taint_does_not_evict_a_running_pod(dra_driver, dra_objects):
-    driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver)
-    driver.set_taints(device, [dra.device_taint(KEY, "NoSchedule")])
-    pod.stays(evicted, what="not to be evicted", duration=5)
-
-
-@pytest.mark.scenario("DT-U1")
 def test_noexecute_taint_in_resourceslice_evicts_the_pod(dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0", "dev-1"))
     pod, device = running_pod(dra_objects, driver)
     driver.set_taints(device, [dra.device_taint(KEY, "NoExecute")])
     assert_evicted(pod)
-
-
-def rule_evicts_one_of_two(dra_objects, driver):
-    """Two running pods, a NoExecute DeviceTaintRule on the first one's device: it is evicted, the other
-    not. Returns the rule's name."""
-    pod, device = running_pod(dra_objects, driver)
-    bystander, _ = running_pod(dra_objects, driver)
-    rule = dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name, device=device)
-    assert_evicted(pod)
-    problem = evicted(bystander.read())
-    assert problem is None, f"the other device is not tainted, but: {problem}"
-    return rule
-
-
-@pytest.mark.scenario("DRA-E21", "DT-U1")
-def test_noexecute_device_taint_rule_evicts_the_pod(dra_driver, dra_objects):
-    rule_evicts_one_of_two(dra_objects, dra_driver(devices=("dev-0", "dev-1")))
-
-
-@SINCE_RULE_STATUS
-@pytest.mark.scenario("DT-U5")
-def test_device_taint_rule_status_completes_after_the_eviction(dra_driver, dra_objects):
-    rule = rule_evicts_one_of_two(dra_objects, dra_driver(devices=("dev-0", "dev-1")))
-    wait_dra.for_rule(
-        dra_objects.kube,
-        dra_objects,
-        rule,
-        lambda obj: eviction_in_progress(obj).get("reason") == "Completed",
-        "to report EvictionInProgress reason Completed",
-        timeout=timeouts.TAINT_RULE_STATUS,
-    )
 
 
 @pytest.mark.known_bug(NOEXECUTE_TOLERATION_IGNORED)
@@ -153,27 +133,99 @@ def test_removing_the_taint_first_cancels_the_eviction(dra_driver, dra_objects):
     pod.stays(evicted, what="to stay after the taint is gone", duration=TOLERATION_SECONDS + 3)
 
 
+@dataclass
+class Quiet:
+    """The scenarios whose pods must stay, each with its window already running."""
+
+    noschedule: Watch  # a NoSchedule taint put on the running pod's device
+    tainted: ClaimPodHandle  # evicted by a NoExecute DeviceTaintRule on its device...
+    bystander: Watch  # ...while the pod on the other device stays
+    rule: str  # that rule
+    effect_none: Watch | None  # a pod on a device selected by an effect-None rule (from 1.35)
+    none_rule: str | None
+    objects: DraObjects
+
+
+@pytest.fixture(scope="module", autouse=True)
+def quiet(request, cluster):
+    """Starts every "not evicted" scenario of the module before its first test (see the module doc)."""
+    if not has_device_taints(cluster.k8s_version):
+        yield None  # the module's since marker skips every test
+        return
+    shared = request.getfixturevalue("shared_dra")
+    objects = shared.objects
+
+    driver = shared.driver(devices=("dev-0",))
+    pod, device = running_pod(objects, driver)
+    driver.set_taints(device, [dra.device_taint(KEY, "NoSchedule")])
+    noschedule = not_evicted(pod, "not to be evicted for a NoSchedule taint on its device")
+
+    driver = shared.driver(devices=("dev-0", "dev-1"))
+    tainted, device = running_pod(objects, driver)
+    bystander, _ = running_pod(objects, driver)
+    rule = objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name, device=device)
+    watches = [noschedule, not_evicted(bystander, "not to be evicted by a rule that selects another device")]
+
+    effect_none = none_rule = None
+    if has_none_taint_effect(cluster.k8s_version):
+        driver = shared.driver(devices=("dev-0", "dev-1"))
+        pod, _ = running_pod(objects, driver)
+        none_rule = objects.taint_rule(dra.device_taint(KEY, "None"), driver=driver.config.driver_name)
+        effect_none = not_evicted(pod, "not to be evicted for effect None")
+        watches.append(effect_none)
+    yield Quiet(noschedule, tainted, watches[1], rule, effect_none, none_rule, objects)
+    for window in watches:
+        window.cancel()
+
+
+# The tests below collect the verdicts of the module fixture's windows; they stay at the end of the module so
+# the windows overlap with the tests above.
+
+
+@pytest.mark.scenario("DT-U1")
+def test_noschedule_taint_does_not_evict_a_running_pod(quiet):
+    quiet.noschedule.holds()
+
+
+@pytest.mark.scenario("DRA-E21", "DT-U1")
+def test_noexecute_device_taint_rule_evicts_the_pod(quiet):
+    """Two running pods, a NoExecute DeviceTaintRule on the first one's device: it is evicted, the other
+    not, over the whole window."""
+    assert_evicted(quiet.tainted)
+    quiet.bystander.holds()
+
+
+@SINCE_RULE_STATUS
+@pytest.mark.scenario("DT-U5")
+def test_device_taint_rule_status_completes_after_the_eviction(quiet):
+    assert_evicted(quiet.tainted)
+    wait_dra.for_rule(
+        quiet.objects.kube,
+        quiet.objects,
+        quiet.rule,
+        lambda obj: eviction_in_progress(obj).get("reason") == "Completed",
+        "to report EvictionInProgress reason Completed",
+        timeout=timeouts.TAINT_RULE_STATUS,
+    )
+
+
 @SINCE_RULE_STATUS
 @pytest.mark.scenario("DT-U1")
-def test_effect_none_only_reports_in_the_rule_status(dra_driver, dra_objects):
-    driver = dra_driver(devices=("dev-0", "dev-1"))
-    pod, _ = running_pod(dra_objects, driver)
-    rule = dra_objects.taint_rule(dra.device_taint(KEY, "None"), driver=driver.config.driver_name)
-
+def test_effect_none_only_reports_in_the_rule_status(quiet):
     obj = wait_dra.for_rule(
-        dra_objects.kube,
-        dra_objects,
-        rule,
+        quiet.objects.kube,
+        quiet.objects,
+        quiet.none_rule,
         lambda obj: eviction_in_progress(obj).get("reason") == "NoEffect",
         "to report NoEffect",
         timeout=timeouts.TAINT_RULE_STATUS,
     )
     cond = eviction_in_progress(obj)
-    assert cond["status"] == "False"
+    assert cond["status"] == "False", f"EvictionInProgress of an effect-None rule: {cond}"
     assert cond["message"].startswith(
         "2 published devices selected. 1 allocated device selected. 1 pod would be evicted in 1 namespace "
     ), cond["message"]
-    pod.stays(evicted, what="not to be evicted for effect None", duration=3)
+    quiet.effect_none.holds()
 
 
 def _parse(timestamp):

@@ -43,7 +43,7 @@ def shared_claim_pods(dra_objects, driver, count, keep_first=True):
 
 def assert_evicted(pod):
     cond = pod.wait_condition("DisruptionTarget", timeout=timeouts.TAINT_EVICTION)
-    assert cond.reason == "DeletionByDeviceTaintManager"
+    assert cond.reason == "DeletionByDeviceTaintManager", f"{pod}: DisruptionTarget {cond}"
 
 
 @pytest.mark.scenario("DT-U2")

@@ -96,3 +96,20 @@ def test_an_empty_path_logs_nothing(tmp_path, monkeypatch):
     log.close()
 
     assert os.listdir(tmp_path) == []
+
+
+def test_claim_record_lists_claims_and_outcome_of_each_call(path):
+    from device_conformance.fakes.common.calls import claim_record
+
+    log = CallLog(path)
+    ok = log.start("NodePrepareResources", {"claims": [{"uid": "u1"}, {"uid": "u2"}]})
+    log.finish(ok, response={"claims": {"u1": {}, "u2": {}}})
+    failed = log.start("NodePrepareResources", {"claims": [{"uid": "u3"}]})
+    log.finish(failed, error={"code": "UNAVAILABLE", "message": "down"})
+    log.start("NodeUnprepareResources", {"claims": [{"uid": "u1"}]})
+
+    assert claim_record(read_calls(path)) == [
+        (["u1", "u2"], "ok"),
+        (["u3"], "error UNAVAILABLE"),
+        (["u1"], "in flight"),
+    ]

@@ -161,3 +161,55 @@ def test_wait_for_call_timeout_names_what_it_waited_for(driver, kubelet):
     message = str(err.value)
     assert "1 NodeUnprepareResources call(s)" in message
     assert "#1 NodePrepareResources (ok)" in message
+
+
+@pytest.fixture
+def defective(tmp_path):
+    """make(defects) -> a started driver with those defects and claim uid-1 allocated dev-0 and dev-1."""
+    sockets = tempfile.mkdtemp(prefix="dra-", dir="/tmp")
+    handles = []
+
+    def make(defects):
+        cfg = DriverConfig(
+            driver_name="dra.example.com",
+            node_name="node-1",
+            registry_dir=f"{sockets}/registry",
+            plugin_dir=f"{sockets}/plugins",
+            cdi_dir=str(tmp_path / "cdi"),
+            devices=[DeviceSpec("dev-0"), DeviceSpec("dev-1")],
+            defects=defects,
+        )
+        handle = start(cfg, tmp_path / "driver")
+        handles.append(handle)
+        handle.push_allocation("uid-1", namespace="ns-1", name="claim-1", devices=["dev-0", "dev-1"])
+        return handle
+
+    yield make
+    for handle in handles:
+        handle.cleanup()
+    shutil.rmtree(sockets, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    "defects,answered",
+    [
+        ([], [("dev-0", ["dra.example.com/device=uid-1-dev-0"]), ("dev-1", ["dra.example.com/device=uid-1-dev-1"])]),
+        (["prepare-without-cdi"], [("dev-0", []), ("dev-1", [])]),
+        (["prepare-first-device-only"], [("dev-0", ["dra.example.com/device=uid-1-dev-0"])]),
+    ],
+)
+def test_defects_change_only_the_prepare_answer(defective, tmp_path, defects, answered):
+    driver = defective(defects)
+    with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as kubelet:
+        response = kubelet.prepare([CLAIM])
+    assert [(d.device_name, list(d.cdi_device_ids)) for d in response.claims["uid-1"].devices] == answered
+    # What the driver holds is what a correct driver holds: the kubelet's answer is the only difference.
+    assert [d["device_name"] for d in driver.prepared()["uid-1"]["devices"]] == ["dev-0", "dev-1"]
+    assert os.listdir(tmp_path / "cdi") == ["dra.example.com-uid-1.json"]
+
+
+def test_unknown_defect_is_refused():
+    cfg = DriverConfig(driver_name="d", node_name="n", registry_dir="/r", plugin_dir="/p", defects=["typo"])
+    cfg.control_socket, cfg.call_log = "/tmp/x.ctl", "/tmp/x.jsonl"
+    with pytest.raises(Exception, match="unknown defects"):
+        cfg.validate()

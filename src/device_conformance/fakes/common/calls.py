@@ -175,3 +175,9 @@ def read_calls(path: str | Path) -> list[Call]:
 def summarize(calls: list[Call]) -> str:
     """`#3 GetInfo (error UNAVAILABLE), #4 NodePrepareResources (ok)` for wait messages."""
     return ", ".join(c.summary() for c in calls) or "no calls at all"
+
+
+def claim_record(calls: list[Call]) -> list[tuple[list[str], str]]:
+    """(claim UIDs, outcome) of each DRA claim call in order, e.g. [(["uid-1"], "ok")]: compared whole with an
+    expected list, a failing assertion shows every call that was (or was not) made."""
+    return [(c.claim_uids, c.outcome()) for c in calls]

@@ -33,7 +33,19 @@ class ClaimPreparer:
         self._kube = kube
 
     def prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
-        """Devices for the response; idempotent like a real driver (the kubelet retries)."""
+        """Devices for the response; idempotent like a real driver (the kubelet retries). The configured
+        defects (config.DEFECTS) change only the answer, not what the driver records as prepared."""
+        return self._defective(self._prepare(namespace, uid, name))
+
+    def _defective(self, devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        defects = self._config.defects
+        if "prepare-first-device-only" in defects:
+            devices = devices[:1]
+        if "prepare-without-cdi" in defects:
+            devices = [{**d, "cdi_device_ids": []} for d in devices]
+        return devices
+
+    def _prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
         known = self._state.get_prepared(uid)
         if known is not None:
             return known["devices"]

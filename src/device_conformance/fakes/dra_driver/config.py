@@ -12,6 +12,13 @@ from device_conformance.errors import BadInput
 from device_conformance.fakes.common.sockets import SUN_PATH_MAX
 
 DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
+
+# Defects a "defective vendor" driver can have (DriverConfig.defects). Each breaks one promise a real driver
+# makes, so a suite can show that its verdict depends on that promise:
+#   prepare-without-cdi: NodePrepareResources answers every device without CDI device IDs (the spec file is
+#       still written), so the kubelet hands no CDI device to the runtime and the container sees nothing.
+#   prepare-first-device-only: a claim with several devices is answered with its first device only.
+DEFECTS = ("prepare-without-cdi", "prepare-first-device-only")
 HEALTH_SERVICE_TOKEN = "v1alpha1.DRAResourceHealth"
 
 
@@ -66,10 +73,12 @@ class DriverConfig:
     register_on_start: bool = True
     serve_dra_on_start: bool = True
     publish_on_start: bool = True
+    defects: list[str] = field(default_factory=list)  # names from DEFECTS
 
     def __post_init__(self) -> None:
         self.devices = [DeviceSpec.from_dict(d) for d in self.devices]
         self.services = list(self.services)
+        self.defects = list(self.defects)
 
     # Derived values, in one place so the process and the handle agree.
     @property
@@ -106,6 +115,9 @@ class DriverConfig:
         for name in ("driver_name", "node_name", "registry_dir", "plugin_dir", "control_socket", "call_log"):
             if not getattr(self, name):
                 raise BadInput(f"fake DRA driver config: {name} is empty", f"set {name}")
+        unknown = sorted(set(self.defects) - set(DEFECTS))
+        if unknown:
+            raise BadInput(f"fake DRA driver config: unknown defects {unknown}", f"use only {list(DEFECTS)}")
         for path in self.sockets():
             if len(os.fsencode(path)) > SUN_PATH_MAX:
                 raise BadInput(
