@@ -116,7 +116,8 @@ FIELD_REPORT = " ; ".join(
 ANNOTATION = "dc.example.com/devices"
 
 
-@pytest.mark.scenario("DP1")
+@pytest.mark.scenario("DP1", "DP2")
+@pytest.mark.since("1.29", "CDI devices in Allocate responses (DevicePluginCDIDevices, beta and on by default)")
 def test_each_field_of_the_allocate_response_reaches_the_container(node, pod_factory, register_plugin, tmp_path):
     """Envs, mounts, device nodes and CDI devices of the Allocate response, each seen from inside the
     container, and its annotations as the container's annotations in the runtime (CRI ContainerStatus):
