@@ -84,6 +84,7 @@ def scenarios(cluster, kube, tmp_path_factory, module_pod_factory):
         refused.hold_registration(False)
         refused.wait_for_call("ListAndWatch", done=True)
         refused_time = time.monotonic()
+        counts(refused).wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)  # the key appears at 0/0
         watches.append(_stays(counts(refused), (0, 0), ENDPOINT_STOP_GRACE_SECONDS + timeouts.ENDPOINT_EXPIRY_SLACK))
         killed.kill()
         killed_time = time.monotonic()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 from device_conformance.fixtures.reports import attach_on_failure
+from kubernetes.client import ApiException
 
 from device_conformance import timeouts
 from device_conformance.fakes.device_plugin import DevicePluginHandle
@@ -36,8 +37,14 @@ class Windows:
 
 
 def _running_unchanged(pod: PodHandle) -> str | None:
-    """None while the pod is the object it was created as, Running, its container never restarted."""
-    current = pod.read()
+    """None while the pod is the object it was created as, Running, its container never restarted.
+    (A watch takes an exception for an API hiccup, so the pod being gone must be a verdict, not a 404.)"""
+    try:
+        current = pod.read()
+    except ApiException as exc:
+        if exc.status == 404:
+            return f"{pod} is gone"
+        raise
     main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
     if current.metadata.uid != pod.uid or current.status.phase != "Running" or main is None or main.restart_count:
         return pods.summary(current)

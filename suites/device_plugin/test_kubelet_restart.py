@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pytest
 from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 from device_conformance.fixtures.reports import attach_on_failure
+from kubernetes.client import ApiException
 
 from device_conformance import podresources, timeouts
 from device_conformance.expectations.deviceplugin import SUCCEEDED_POD_READMITTED
@@ -84,7 +85,12 @@ def succeeded(cluster, kube, tmp_path_factory, module_pod_factory):
         counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
         def not_succeeded() -> str | None:
-            current = pod.read()
+            try:
+                current = pod.read()
+            except ApiException as exc:  # a watch takes exceptions for API hiccups: gone must be a verdict
+                if exc.status == 404:
+                    return f"{pod} is gone"
+                raise
             return None if current.status.phase == "Succeeded" else pods.summary(current)
 
         stays_succeeded = watch(
