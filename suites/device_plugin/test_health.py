@@ -1,9 +1,10 @@
 """ListAndWatch updates: health flips and device-list changes as node capacity and allocatable.
 
-Two scenarios hold a condition for upstream's one-minute window (DEVICE_PLUGIN_UPDATE_WINDOW): a pod on a
-device that turned unhealthy is not evicted, and a ListAndWatch stream that ended is never retried. Both
-start in the module fixture `windows`, so the minute runs while the module's other tests do, and their
-tests collect the verdict (Watch.holds()) at the end of the module.
+Three scenarios hold a condition for upstream's one-minute window (DEVICE_PLUGIN_UPDATE_WINDOW): a pod on a
+device that turned unhealthy is not evicted; an unhealthy device whose pod is gone stays out of
+allocatable (the slow grace-period module holds that for the grace period + 1 minute); a ListAndWatch
+stream that ended is never retried. All start in the module fixture `windows`, so the minute runs while
+the module's other tests do, and their tests collect the verdict (Watch.holds()) at the end of the module.
 """
 
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ class Windows:
     user: PodHandle
     user_devices: list[str]
     not_evicted: Watch
+    vacated_plugin: DevicePluginHandle  # one device, dev-0, turned unhealthy under a pod since deleted
+    still_unallocatable: Watch
     ended_plugin: DevicePluginHandle  # its only ListAndWatch stream ended with an error
     ended_counts: NodeResource
     never_retried: Watch
@@ -58,20 +61,34 @@ def windows(cluster, kube, tmp_path_factory, module_pod_factory):
     started: list[Watch] = []
     try:
         unhealthy = start_plugin(node, tmp_path_factory, devices=("dev-0",))
+        vacated = start_plugin(node, tmp_path_factory, devices=("dev-0",))
         ended = start_plugin(node, tmp_path_factory)
-        handles += [unhealthy, ended]
+        handles += [unhealthy, vacated, ended]
         counts = NodeResource(kube, node.name, unhealthy.config.resource_name)
+        vacated_counts = NodeResource(kube, node.name, vacated.config.resource_name)
         ended_counts = NodeResource(kube, node.name, ended.config.resource_name)
         counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+        vacated_counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
         ended_counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
         user = module_pod_factory("user", ["sleep", "86400"], resources={unhealthy.config.resource_name: 1})
+        gone = module_pod_factory("gone", ["sleep", "86400"], resources={vacated.config.resource_name: 1})
         user.wait_running()
+        gone.wait_running()
         [held] = allocations(unhealthy, 1)
+        allocations(vacated, 1)
         unhealthy.set_health("dev-0", False)
+        vacated.set_health("dev-0", False)
         assert ended.end_stream("fake stream failure") == 1, "the plugin had no open ListAndWatch stream to end"
         counts.wait_counts(1, 0)
+        vacated_counts.wait_counts(1, 0)
         ended_counts.wait_counts(2, 0)
+        gone.force_delete()
+        gone.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
+
+        def vacated_unallocatable() -> str | None:
+            seen = vacated_counts.counts()
+            return None if seen == (1, 0) else f"capacity/allocatable {seen}"
 
         def stream_calls() -> str | None:
             methods = [c.method for c in ended.calls()]
@@ -86,12 +103,19 @@ def windows(cluster, kube, tmp_path_factory, module_pod_factory):
         )
         started.append(
             watch(
+                vacated_unallocatable,
+                what=f"{vacated_counts}, its only device unhealthy and its pod gone, to stay at 1/0",
+                duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW,
+            )
+        )
+        started.append(
+            watch(
                 stream_calls,
                 what=f"no call to {ended.config.resource_name} after its stream ended (no ListAndWatch retry)",
                 duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW,
             )
         )
-        yield Windows(unhealthy, user, held, started[0], ended, ended_counts, started[1])
+        yield Windows(unhealthy, user, held, started[0], vacated, started[1], ended, ended_counts, started[2])
     finally:
         for running in started:
             running.cancel()
@@ -101,7 +125,7 @@ def windows(cluster, kube, tmp_path_factory, module_pod_factory):
 @pytest.fixture(autouse=True)
 def _windows_started(request, windows):
     """Every test of the module starts the windows (the first one opens them) and reports their plugins."""
-    for plugin in (windows.unhealthy_plugin, windows.ended_plugin):
+    for plugin in (windows.unhealthy_plugin, windows.vacated_plugin, windows.ended_plugin):
         attach_on_failure(request.node, f"fake device plugin {plugin.config.resource_name} call log", plugin.report)
 
 
@@ -137,21 +161,19 @@ def test_ended_stream_zeroes_allocatable_keeps_capacity_and_is_not_retried(windo
 
 
 @pytest.mark.scenario("DF3")
-def test_device_turning_unhealthy_under_a_running_pod_does_not_evict_it(node, pod_factory, node_resource, windows):
-    """Upstream DF3: the pod keeps running on its unhealthy device for upstream's minute; the device stays
-    out of allocatable after the pod is gone, and a new pod asking for it is not admitted while it is
-    unhealthy (the grace-period module holds the counts for the whole endpoint grace period)."""
-    plugin = windows.unhealthy_plugin
-    resource = plugin.config.resource_name
+def test_device_turning_unhealthy_under_a_running_pod_does_not_evict_it(node, pod_factory, windows):
+    """Upstream DF3: the pod keeps running on its unhealthy device for upstream's minute and keeps it; a
+    device that turned unhealthy under a pod since deleted stays out of allocatable (capacity kept) for
+    that minute, and a new pod asking for it is not admitted while it is unhealthy (the grace-period
+    module holds the counts for the whole endpoint grace period and a minute more)."""
     windows.not_evicted.holds()
+    resource = windows.unhealthy_plugin.config.resource_name
     listed = windows.user.devices(resource)
     assert listed == windows.user_devices, f"podresources lists {listed}, the kubelet allocated {windows.user_devices}"
-    windows.user.force_delete()
-    windows.user.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
 
-    counts = node_resource(resource)
-    counts.stays_at(1, 0, duration=3)
-    late = pod_factory("late", ["sleep", "86400"], resources={resource: 1}, node_name=node.name)
+    windows.still_unallocatable.holds()
+    plugin = windows.vacated_plugin
+    late = pod_factory("late", ["sleep", "86400"], resources={plugin.config.resource_name: 1}, node_name=node.name)
     failed = late.wait_admission_failure()
     assert failed.status.reason == "UnexpectedAdmissionError", pods.summary(failed)
     methods = [c.method for c in plugin.calls()]
