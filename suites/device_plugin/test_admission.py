@@ -183,7 +183,8 @@ def test_init_container_device_is_reused_by_the_sidecar_not_the_app(pod_factory,
 
     entry = pod.wait_podresources()
     listed = {c.name: c.device_ids.get(resource) for c in entry.containers if c.device_ids}
-    assert listed == {"sidecar": granted["sidecar"], "main": granted["main"]}, f"podresources: {listed}"
+    wanted = {"sidecar": granted["sidecar"], "main": granted["main"]}
+    assert listed == wanted, f"podresources lists {listed} for the running containers, the kubelet allocated {wanted}"
 
 
 @pytest.mark.scenario("DP-A1")
