@@ -56,7 +56,9 @@ def test_kubelets_checkpoint_verifies_and_records_the_allocation(node, register_
     resource = plugin.config.resource_name
     parsed = devicemanager.parse(node.read_file(CHECKPOINT))
     assert parsed.valid and parsed.format == "v2", parsed.reason
-    assert parsed.stored_checksum == parsed.computed_checksum
+    assert parsed.stored_checksum == parsed.computed_checksum, (
+        f"stored checksum {parsed.stored_checksum}, our codec computes {parsed.computed_checksum}"
+    )
     entries = [e for e in parsed.checkpoint.entries or [] if e.pod_uid == pod.uid]
     found = [(e.container_name, e.resource_name, e.devices()) for e in entries]
     assert found == [("main", resource, device)], f"checkpoint entries of the holder: {found}"
@@ -68,7 +70,9 @@ def test_kubelets_checkpoint_verifies_and_records_the_allocation(node, register_
     cli = [sys.executable, "-m", "device_conformance.cli", "checkpoint", "verify", str(node.host_path(CHECKPOINT))]
     result = subprocess.run(cli, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert str(parsed.computed_checksum) in result.stdout
+    assert str(parsed.computed_checksum) in result.stdout, (
+        f"the CLI does not name checksum {parsed.computed_checksum}: {result.stdout}"
+    )
 
 
 def _restart_on(node, plugin, forge):

@@ -269,7 +269,8 @@ def test_reboot_with_plugin_held_back_fails_the_pod_instead_of_running_it_withou
     _lists(pod, resource, held, "before the reboot")
 
     plugin.hold_registration(True)
-    assert node.simulate_reboot() >= 1
+    removed = node.simulate_reboot()
+    assert removed >= 1, f"the reboot simulation removed {removed} pod sandboxes, the device pod's at least"
     wait.for_node_ready(kube, node.name)
     failed = pod.wait_admission_failure()
     assert failed.status.reason == ADMISSION_ERROR, pods.summary(failed)

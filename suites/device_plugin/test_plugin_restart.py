@@ -59,9 +59,11 @@ def test_reregistration_with_other_devices_replaces_the_device_list(node, node_r
     plugin.stop_serving()
     plugin.set_devices(["dev-9"])
     plugin.start_serving(new_socket)
-    assert plugin.register(socket_name=new_socket).ok
+    reg = plugin.register(socket_name=new_socket)
+    assert reg.ok, f"re-registration on {new_socket} refused: {reg.error}"
     node_resource(resource).wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    assert any(call.socket == new_socket for call in plugin.calls("ListAndWatch"))
+    streams = [call.socket for call in plugin.calls("ListAndWatch")]
+    assert new_socket in streams, f"no ListAndWatch on {new_socket}; streams were opened on {streams}"
     allocatable = podresources.allocatable_resources(str(node.host_path(podresources.DEFAULT_SOCKET)))
     assert allocatable.device_ids.get(resource) == ["dev-9"], allocatable.device_ids.get(resource)
 
@@ -81,7 +83,8 @@ def test_rollout_of_a_second_instance_keeps_the_resource_available(
     pod1.wait_running()
 
     new = device_plugin(resource=resource, devices=("dev-0", "dev-1"))
-    assert new.wait_for_registration().ok
+    reg = new.wait_for_registration()
+    assert reg.ok, f"the second instance was refused: {reg.error}"
     counts.stays_at(2, 2, STEADY_FOR)
     [pod1_devices] = allocations(old, 1)
     pod2 = pod_factory("pod2", ["sleep", "86400"], resources={resource: 1})

@@ -13,7 +13,7 @@ def test_registered_plugin_devices_become_capacity_and_allocatable(node_resource
     """An accepted Register makes the kubelet dial back, ask for options and list devices: N/N on the node."""
     plugin = device_plugin(devices=("dev-0", "dev-1", "dev-2"))
     reg = plugin.wait_for_registration()
-    assert reg.ok and reg.error == ""
+    assert reg.ok and reg.error == "", f"registration refused: {reg.error_code} {reg.error}"
     node_resource(plugin.config.resource_name).wait_counts(3, 3)
     methods = [c.method for c in plugin.calls()]
     assert methods == ["GetDevicePluginOptions", "ListAndWatch"], (
