@@ -178,3 +178,21 @@ DRA_NO_PREPARE_WINDOW = 90 + 30
 # rewrites rule status every DEVICE_TAINT_RULE_STATUS_PERIOD; a minute is six of those periods, the same
 # as upstream test/e2e_node/dra_test.go podInPendingStateTimeout (60 s) for "nothing happens" to a pod.
 TAINT_NO_EVICTION_WINDOW = 60
+# -- Device plugin suites: windows a condition must hold for (upstream's Consistently durations) ------
+# These are claims, not limits: a shorter window lets a kubelet that acts late pass. Long ones run in the
+# background (wait.core.watch, started by a module fixture) so they overlap the module's other tests.
+
+# After a device plugin change nothing may happen for devicePluginUpdateTimeout = 1 min: the pod on a
+# device that turned unhealthy stays Running, and the kubelet never calls ListAndWatch again after the
+# stream ended or failed (test/e2e_node/device_plugin_failures_test.go, v1.37.1: "will set allocatable to
+# zero when a single device became unhealthy" and the two "kubelet will not retry" cases).
+DEVICE_PLUGIN_UPDATE_WINDOW = 60
+# After its pod is gone an unhealthy device of a live plugin stays out of allocatable, capacity kept,
+# past the endpoint grace period: upstream's limit for "when pod is deleted, nothing changes" is
+# devicePluginGracefulTimeout + 1 min (same file and test; endpointStopGracePeriod, pkg/kubelet/cm/
+# devicemanager/types.go). Held for that long in the slow grace-period module.
+UNHEALTHY_DEVICE_UNALLOCATABLE_WINDOW = ENDPOINT_STOP_GRACE_PERIOD + 60
+# A Succeeded pod whose plugin is gone stays Succeeded after a kubelet restart: the kubelet gives no sign
+# of a re-admission, so upstream waits 1 min after the node is Ready again (test/e2e_node/
+# device_plugin_test.go, v1.37.1: "Pod should still be in Succeed state", kubernetes#126341).
+SUCCEEDED_POD_NOT_READMITTED_WINDOW = 60

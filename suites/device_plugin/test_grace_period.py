@@ -1,12 +1,13 @@
 """The 5-minute endpoint stop grace period (endpointStopGracePeriod): what the node reports while a
 plugin is gone, and after. All scenarios start together in one module fixture so the whole module
-waits the grace period once; each test then checks its own scenario."""
+waits the grace period once; each test then checks its own scenario. Conditions that must hold for the
+whole period are background watches (wait.core.watch) started by the fixture, collected by the tests."""
 
 import time
 from dataclasses import dataclass
 
 import pytest
-from device_conformance.fixtures.device_plugins import start_plugin, stop_plugins
+from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 from device_conformance.fixtures.reports import attach_on_failure
 
 from device_conformance import podresources, timeouts
@@ -15,7 +16,7 @@ from device_conformance.fakes.device_plugin import DevicePluginHandle
 from device_conformance.handles import NodeResource
 from device_conformance.kube import pods
 from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Abort, Pending, until
+from device_conformance.wait.core import Abort, Pending, Watch, until, watch
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.slow, pytest.mark.disruptive]
 
@@ -28,7 +29,8 @@ EARLY_BY = 2  # stopTime is taken when the kubelet sees the stream break, a mome
 class Scenario:
     plugin: DevicePluginHandle
     counts: NodeResource  # the plugin's resource on the node
-    started: float  # when the plugin went away, by our clock
+    started: float  # when the plugin went away (or its device turned unhealthy), by our clock
+    holds: Watch | None = None  # what must hold while the scenario runs, if anything
 
     @property
     def resource(self) -> str:
@@ -39,19 +41,20 @@ class Scenario:
 
 
 @pytest.fixture(scope="module")
-def scenarios(cluster, kube, tmp_path_factory):
+def scenarios(cluster, kube, tmp_path_factory, module_pod_factory):
     node = cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
     handles: list[DevicePluginHandle] = []
+    watches: list[Watch] = []
 
     def counts(handle: DevicePluginHandle) -> NodeResource:
         return NodeResource(kube, node.name, handle.config.resource_name)
 
-    def registered(**overrides) -> DevicePluginHandle:
-        handle = start_plugin(node, tmp_path_factory, **overrides)
+    def registered(devices=("dev-0", "dev-1"), **overrides) -> DevicePluginHandle:
+        handle = start_plugin(node, tmp_path_factory, devices=devices, **overrides)
         handles.append(handle)
         if overrides.get("hold_registration"):
             return handle
-        counts(handle).wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+        counts(handle).wait_counts(len(devices), len(devices), timeouts.DEVICE_COUNTS_AFTER_RESTART)
         return handle
 
     try:
@@ -62,12 +65,27 @@ def scenarios(cluster, kube, tmp_path_factory):
         restart_time = time.monotonic()
         wait.for_node_ready(kube, node.name)
 
+        # Upstream DF3's long half: an unhealthy device of a live plugin, its pod gone, stays out of
+        # allocatable (capacity kept) past the grace period.
+        unhealthy = registered(devices=("dev-0",))
+        user = module_pod_factory("user", ["sleep", "86400"], resources={unhealthy.config.resource_name: 1})
+        user.wait_running()
+        allocations(unhealthy, 1)
+        unhealthy.set_health("dev-0", False)
+        counts(unhealthy).wait_counts(1, 0)
+        user.force_delete()
+        user.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
+        unhealthy_time = time.monotonic()
+        watches.append(_stays(counts(unhealthy), (1, 0), timeouts.UNHEALTHY_DEVICE_UNALLOCATABLE_WINDOW))
+
         killed, revived, ended = registered(), registered(), registered()
         refused = registered(hold_registration=True)
         refused.fail("ListAndWatch", "INTERNAL", "fake ListAndWatch failure")
         refused.hold_registration(False)
         refused.wait_for_call("ListAndWatch", done=True)
         refused_time = time.monotonic()
+        counts(refused).wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)  # the key appears at 0/0
+        watches.append(_stays(counts(refused), (0, 0), ENDPOINT_STOP_GRACE_SECONDS + timeouts.ENDPOINT_EXPIRY_SLACK))
         killed.kill()
         killed_time = time.monotonic()
         revived.kill()
@@ -81,10 +99,21 @@ def scenarios(cluster, kube, tmp_path_factory):
             "killed": Scenario(killed, counts(killed), killed_time),
             "revived": Scenario(revived, counts(revived), revived_time),
             "ended": Scenario(ended, counts(ended), ended_time),
-            "refused": Scenario(refused, counts(refused), refused_time),
+            "refused": Scenario(refused, counts(refused), refused_time, watches[1]),
+            "unhealthy": Scenario(unhealthy, counts(unhealthy), unhealthy_time, watches[0]),
         }
     finally:
+        for running in watches:
+            running.cancel()
         stop_plugins(handles)
+
+
+def _stays(counts: NodeResource, wanted: tuple[int, int], duration: float) -> Watch:
+    def probe() -> str | None:
+        seen = counts.counts()
+        return None if seen == wanted else f"capacity/allocatable {seen}"
+
+    return watch(probe, what=f"{counts} to stay at capacity/allocatable {wanted}", duration=duration)
 
 
 @pytest.fixture(autouse=True)
@@ -117,12 +146,13 @@ def _drops_after_grace(scenario, during, after=(0, 0)):
 
 
 @pytest.mark.scenario("DF7")
-def test_killed_plugin_keeps_capacity_for_the_grace_period_then_reports_zero(scenarios):
+def test_killed_plugin_keeps_capacity_for_the_grace_period_then_reports_zero(cluster, scenarios, pod_factory):
     """Upstream DF7 / bug 1 (#60856): capacity = the devices, allocatable 0, for 5 minutes; then 0/0
-    (the key itself stays on the node: #52510)."""
+    (the key itself stays on the node: #52510), and the device manager has forgotten the resource: a
+    pod asking for it is refused by resource fit, not by the device manager."""
     scenario = scenarios["killed"]
     _drops_after_grace(scenario, during=(2, 0))
-    assert scenario.counts.counts() == (0, 0)
+    _refused_by_resource_fit(cluster, pod_factory, scenario)
 
 
 @pytest.mark.scenario("DF6")
@@ -136,18 +166,12 @@ def test_ended_stream_is_never_retried_and_expires_like_a_dead_plugin(scenarios)
 
 @pytest.mark.scenario("DF5")
 def test_listandwatch_failing_at_once_leaves_an_empty_resource_and_no_retries(scenarios):
-    """Upstream DF5: registered, but the first ListAndWatch fails: 0/0, and over the whole grace
-    period the kubelet makes no call beyond GetDevicePluginOptions and that ListAndWatch."""
+    """Upstream DF5: registered, but the first ListAndWatch fails: 0/0 throughout the grace period (and
+    its slack), and the kubelet makes no call beyond GetDevicePluginOptions and that ListAndWatch."""
     scenario = scenarios["refused"]
-    scenario.counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    until(
-        lambda: True if time.monotonic() >= scenario.expires_at() else Pending("grace period not over"),
-        what="the grace period of the refused stream to pass",
-        timeout=ENDPOINT_STOP_GRACE_SECONDS + timeouts.ENDPOINT_EXPIRY_SLACK,
-        interval=1,
-    )
-    assert [c.method for c in scenario.plugin.calls()] == ["GetDevicePluginOptions", "ListAndWatch"]
-    assert scenario.counts.counts() == (0, 0)
+    scenario.holds.holds()  # 0/0 from the failed stream until past the grace period
+    methods = [c.method for c in scenario.plugin.calls()]
+    assert methods == ["GetDevicePluginOptions", "ListAndWatch"], f"the kubelet retried: it called {methods}"
 
 
 @pytest.mark.scenario("DM-U7")
@@ -180,9 +204,30 @@ def test_after_expiry_an_unregistered_resource_is_no_longer_a_device_plugin_reso
         timeout=ENDPOINT_STOP_GRACE_SECONDS + 2 * timeouts.ENDPOINT_EXPIRY_SLACK,
         interval=1,
     )
+    _refused_by_resource_fit(cluster, pod_factory, scenario)
+
+
+@pytest.mark.scenario("DF3")
+def test_unhealthy_device_stays_unallocatable_past_the_grace_period_after_its_pod_is_gone(
+    cluster, scenarios, pod_factory
+):
+    """Upstream DF3, "when pod is deleted, nothing changes": the plugin is alive, its only device
+    unhealthy, the pod that used it gone; capacity 1, allocatable 0 for the whole endpoint grace period
+    and a minute more (UNHEALTHY_DEVICE_UNALLOCATABLE_WINDOW), and a pod asking for it is not admitted."""
+    scenario = scenarios["unhealthy"]
+    scenario.holds.holds()
+    pod = pod_factory("late", ["sleep", "86400"], resources={scenario.resource: 1}, node_name=cluster.nodes[0].name)
+    failed = pod.wait_admission_failure()
+    assert failed.status.reason == "UnexpectedAdmissionError", pods.summary(failed)
+    allocations(scenario.plugin, 1)  # only the gone pod's: an unhealthy device is never allocated
+
+
+def _refused_by_resource_fit(cluster, pod_factory, scenario):
+    """A pod bound to the node asking for an expired resource fails the resource-fit check (OutOf...),
+    not the device manager's admission (UnexpectedAdmissionError), and the plugin is never asked."""
     pod = pod_factory(
         "forgotten", ["sleep", "86400"], resources={scenario.resource: 1}, node_name=cluster.nodes[0].name
     )
     failed = pod.wait_admission_failure()
     assert failed.status.reason and failed.status.reason.startswith("OutOf"), pods.summary(failed)
-    assert scenario.plugin.calls("Allocate") == []
+    allocations(scenario.plugin)

@@ -1,12 +1,132 @@
-"""ListAndWatch updates: health flips and device-list changes as node capacity and allocatable."""
+"""ListAndWatch updates: health flips and device-list changes as node capacity and allocatable.
+
+Three scenarios hold a condition for upstream's one-minute window (DEVICE_PLUGIN_UPDATE_WINDOW): a pod on a
+device that turned unhealthy is not evicted; an unhealthy device whose pod is gone stays out of
+allocatable (the slow grace-period module holds that for the grace period + 1 minute); a ListAndWatch
+stream that ended is never retried. All start in the module fixture `windows`, so the minute runs while
+the module's other tests do, and their tests collect the verdict (Watch.holds()) at the end of the module.
+"""
+
+from dataclasses import dataclass
 
 import pytest
+from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
+from device_conformance.fixtures.reports import attach_on_failure
+from kubernetes.client import ApiException
 
 from device_conformance import timeouts
+from device_conformance.fakes.device_plugin import DevicePluginHandle
+from device_conformance.handles import NodeResource, PodHandle
 from device_conformance.kube import pods
-from device_conformance.wait.core import stays
+from device_conformance.wait.core import Watch, watch
 
 pytestmark = pytest.mark.deviceplugin
+
+# What the kubelet calls on a plugin that registers and then serves one stream; nothing after that.
+ONE_STREAM = ["GetDevicePluginOptions", "ListAndWatch"]
+
+
+@dataclass
+class Windows:
+    unhealthy_plugin: DevicePluginHandle  # one device, dev-0, turned unhealthy under `user`
+    user: PodHandle
+    user_devices: list[str]
+    not_evicted: Watch
+    vacated_plugin: DevicePluginHandle  # one device, dev-0, turned unhealthy under a pod since deleted
+    still_unallocatable: Watch
+    ended_plugin: DevicePluginHandle  # its only ListAndWatch stream ended with an error
+    ended_counts: NodeResource
+    never_retried: Watch
+
+
+def _running_unchanged(pod: PodHandle) -> str | None:
+    """None while the pod is the object it was created as, Running, its container never restarted.
+    (A watch takes an exception for an API hiccup, so the pod being gone must be a verdict, not a 404.)"""
+    try:
+        current = pod.read()
+    except ApiException as exc:
+        if exc.status == 404:
+            return f"{pod} is gone"
+        raise
+    main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
+    if current.metadata.uid != pod.uid or current.status.phase != "Running" or main is None or main.restart_count:
+        return pods.summary(current)
+    return None
+
+
+@pytest.fixture(scope="module")
+def windows(cluster, kube, tmp_path_factory, module_pod_factory):
+    node = cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
+    handles: list[DevicePluginHandle] = []
+    started: list[Watch] = []
+    try:
+        unhealthy = start_plugin(node, tmp_path_factory, devices=("dev-0",))
+        vacated = start_plugin(node, tmp_path_factory, devices=("dev-0",))
+        ended = start_plugin(node, tmp_path_factory)
+        handles += [unhealthy, vacated, ended]
+        counts = NodeResource(kube, node.name, unhealthy.config.resource_name)
+        vacated_counts = NodeResource(kube, node.name, vacated.config.resource_name)
+        ended_counts = NodeResource(kube, node.name, ended.config.resource_name)
+        counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+        vacated_counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+        ended_counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+
+        user = module_pod_factory("user", ["sleep", "86400"], resources={unhealthy.config.resource_name: 1})
+        gone = module_pod_factory("gone", ["sleep", "86400"], resources={vacated.config.resource_name: 1})
+        user.wait_running()
+        gone.wait_running()
+        [held] = allocations(unhealthy, 1)
+        allocations(vacated, 1)
+        unhealthy.set_health("dev-0", False)
+        vacated.set_health("dev-0", False)
+        assert ended.end_stream("fake stream failure") == 1, "the plugin had no open ListAndWatch stream to end"
+        counts.wait_counts(1, 0)
+        vacated_counts.wait_counts(1, 0)
+        ended_counts.wait_counts(2, 0)
+        gone.force_delete()
+        gone.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
+
+        def vacated_unallocatable() -> str | None:
+            seen = vacated_counts.counts()
+            return None if seen == (1, 0) else f"capacity/allocatable {seen}"
+
+        def stream_calls() -> str | None:
+            methods = [c.method for c in ended.calls()]
+            return None if methods == ONE_STREAM else f"the kubelet called {methods}"
+
+        started.append(
+            watch(
+                lambda: _running_unchanged(user),
+                what=f"{user} to keep running on its unhealthy device",
+                duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW,
+            )
+        )
+        started.append(
+            watch(
+                vacated_unallocatable,
+                what=f"{vacated_counts}, its only device unhealthy and its pod gone, to stay at 1/0",
+                duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW,
+            )
+        )
+        started.append(
+            watch(
+                stream_calls,
+                what=f"no call to {ended.config.resource_name} after its stream ended (no ListAndWatch retry)",
+                duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW,
+            )
+        )
+        yield Windows(unhealthy, user, held, started[0], vacated, started[1], ended, ended_counts, started[2])
+    finally:
+        for running in started:
+            running.cancel()
+        stop_plugins(handles)
+
+
+@pytest.fixture(autouse=True)
+def _windows_started(request, windows):
+    """Every test of the module starts the windows (the first one opens them) and reports their plugins."""
+    for plugin in (windows.unhealthy_plugin, windows.vacated_plugin, windows.ended_plugin):
+        attach_on_failure(request.node, f"fake device plugin {plugin.config.resource_name} call log", plugin.report)
 
 
 @pytest.mark.scenario("DF2", "DF4")
@@ -30,43 +150,31 @@ def test_added_and_removed_devices_change_both_counts(node_resource, registered_
 
 
 @pytest.mark.scenario("DF6")
-def test_ended_stream_zeroes_allocatable_keeps_capacity_and_is_not_retried(node_resource, registered_plugin):
+def test_ended_stream_zeroes_allocatable_keeps_capacity_and_is_not_retried(windows):
     """The stream ending counts as a disconnect (devices unhealthy, capacity kept for the grace period);
-    the kubelet does not call ListAndWatch again on its own (upstream #125501)."""
-    assert registered_plugin.end_stream("fake stream failure") == 1
-    node_resource(registered_plugin.config.resource_name).wait_counts(2, 0)
-
-    def one_stream_only():
-        calls = registered_plugin.calls("ListAndWatch")
-        return None if len(calls) == 1 else f"{len(calls)} ListAndWatch calls"
-
-    stays(one_stream_only, what="no ListAndWatch retry", duration=3)
+    for upstream's minute the kubelet calls the plugin no more (no ListAndWatch retry: #125501)."""
+    windows.never_retried.holds()
+    seen = windows.ended_counts.counts()
+    assert seen == (2, 0), (
+        f"{windows.ended_counts}: capacity/allocatable {seen}, expected (2, 0) within the grace period"
+    )
 
 
 @pytest.mark.scenario("DF3")
-def test_device_turning_unhealthy_under_a_running_pod_does_not_evict_it(
-    node, pod_factory, node_resource, register_plugin
-):
-    """Upstream DF3: the pod keeps running on its unhealthy device; the device stays out of allocatable
-    after the pod is gone, and a new pod asking for it is not admitted while it is unhealthy."""
-    plugin = register_plugin(("dev-0",))
-    resource = plugin.config.resource_name
-    counts = node_resource(resource)
-    pod = pod_factory("user", ["sleep", "86400"], resources={resource: 1})
-    pod.wait_running()
-    plugin.set_health("dev-0", False)
-    counts.wait_counts(1, 0)
+def test_device_turning_unhealthy_under_a_running_pod_does_not_evict_it(node, pod_factory, windows):
+    """Upstream DF3: the pod keeps running on its unhealthy device for upstream's minute and keeps it; a
+    device that turned unhealthy under a pod since deleted stays out of allocatable (capacity kept) for
+    that minute, and a new pod asking for it is not admitted while it is unhealthy (the grace-period
+    module holds the counts for the whole endpoint grace period and a minute more)."""
+    windows.not_evicted.holds()
+    resource = windows.unhealthy_plugin.config.resource_name
+    listed = windows.user.devices(resource)
+    assert listed == windows.user_devices, f"podresources lists {listed}, the kubelet allocated {windows.user_devices}"
 
-    def evicted_or_stopped(current):
-        if current.metadata.uid != pod.uid or current.status.phase != "Running":
-            return pods.summary(current)
-        return None
-
-    pod.stays(evicted_or_stopped, what="to keep running on its unhealthy device", duration=5)
-    pod.force_delete()
-    pod.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
-
-    counts.stays_at(1, 0, duration=3)
-    late = pod_factory("late", ["sleep", "86400"], resources={resource: 1}, node_name=node.name)
+    windows.still_unallocatable.holds()
+    plugin = windows.vacated_plugin
+    late = pod_factory("late", ["sleep", "86400"], resources={plugin.config.resource_name: 1}, node_name=node.name)
     failed = late.wait_admission_failure()
     assert failed.status.reason == "UnexpectedAdmissionError", pods.summary(failed)
+    methods = [c.method for c in plugin.calls()]
+    assert methods == [*ONE_STREAM, "Allocate"], f"an unhealthy device is never allocated; the plugin saw {methods}"

@@ -1,8 +1,11 @@
 """The plugin side going away and coming back: restarts, re-registration, two instances in a rollout.
 
-Every count wait here allows for a re-registration (DEVICE_COUNTS_AFTER_RESTART), the first one too."""
+Every count wait here allows for a re-registration (DEVICE_COUNTS_AFTER_RESTART), the first one too.
+Devices a pod holds are checked against the IDs of its Allocate call (`allocations`), never only
+against an earlier podresources answer (which may be empty)."""
 
 import pytest
+from device_conformance.fixtures.device_plugins import allocations
 
 from device_conformance import podresources, timeouts
 from device_conformance.expectations.deviceplugin import PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE
@@ -10,6 +13,11 @@ from device_conformance.expectations.deviceplugin import PLUGIN_ROLLOUT_ZEROES_A
 pytestmark = pytest.mark.deviceplugin
 
 STEADY_FOR = 5  # how long counts must hold still while a second instance comes or goes
+
+
+def _lists(pod, resource, granted, when):
+    listed = pod.devices(resource)
+    assert listed == granted, f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
 
 
 @pytest.mark.scenario("DP7")
@@ -21,19 +29,24 @@ def test_restarted_plugin_keeps_assignments_and_serves_new_pods(pod_factory, nod
     counts = node_resource(resource)
     first = pod_factory("first", ["sleep", "86400"], resources={resource: 1})
     first.wait_running()
-    held = first.devices(resource)
+    [held] = allocations(plugin, 1)
+    _lists(first, resource, held, "before the plugin restart")
 
     plugin.kill()
     counts.wait_counts(2, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     plugin.respawn()
-    assert plugin.wait_for_registration(count=2).pid == plugin.pid, "the respawned process registered"
+    again = plugin.wait_for_registration(count=2)
+    assert again.pid == plugin.pid, f"registration #2 came from pid {again.pid}, the respawned plugin is {plugin.pid}"
     counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
-    assert first.devices(resource) == held
+    _lists(first, resource, held, "after the plugin restart")
     second = pod_factory("second", ["sleep", "86400"], resources={resource: 1})
     second.wait_running()
-    other = second.devices(resource)
-    assert other and other != held, f"second pod got {other}, the first holds {held}"
+    _, other = allocations(plugin, 1, 1)
+    assert sorted(held + other) == ["dev-0", "dev-1"], f"second pod got {other}, the first holds {held}"
+    served_by = plugin.calls("Allocate")[1].pid
+    assert served_by == plugin.pid, f"the second pod's Allocate went to pid {served_by}, not the respawned {plugin.pid}"
+    _lists(second, resource, other, "the second pod")
 
 
 @pytest.mark.scenario("DM-U1")
@@ -46,9 +59,11 @@ def test_reregistration_with_other_devices_replaces_the_device_list(node, node_r
     plugin.stop_serving()
     plugin.set_devices(["dev-9"])
     plugin.start_serving(new_socket)
-    assert plugin.register(socket_name=new_socket).ok
+    reg = plugin.register(socket_name=new_socket)
+    assert reg.ok, f"re-registration on {new_socket} refused: {reg.error}"
     node_resource(resource).wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    assert any(call.socket == new_socket for call in plugin.calls("ListAndWatch"))
+    streams = [call.socket for call in plugin.calls("ListAndWatch")]
+    assert new_socket in streams, f"no ListAndWatch on {new_socket}; streams were opened on {streams}"
     allocatable = podresources.allocatable_resources(str(node.host_path(podresources.DEFAULT_SOCKET)))
     assert allocatable.device_ids.get(resource) == ["dev-9"], allocatable.device_ids.get(resource)
 
@@ -68,20 +83,26 @@ def test_rollout_of_a_second_instance_keeps_the_resource_available(
     pod1.wait_running()
 
     new = device_plugin(resource=resource, devices=("dev-0", "dev-1"))
-    assert new.wait_for_registration().ok
+    reg = new.wait_for_registration()
+    assert reg.ok, f"the second instance was refused: {reg.error}"
     counts.stays_at(2, 2, STEADY_FOR)
+    [pod1_devices] = allocations(old, 1)
     pod2 = pod_factory("pod2", ["sleep", "86400"], resources={resource: 1})
     pod2.wait_running()
-    assert len(new.calls("Allocate")) == 1, "the newest registration serves Allocate"
+    [pod2_devices] = allocations(new, 1)  # the newest registration serves Allocate
+    allocations(old, 1)
+    _lists(pod2, resource, pod2_devices, "pod2")
 
     old.stop()
     counts.stays_at(2, 2, STEADY_FOR)
-    pod1_devices = pod1.devices(resource)
+    _lists(pod1, resource, pod1_devices, "after the first instance stopped")
     pod1.force_delete()
     pod1.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
     pod3 = pod_factory("pod3", ["sleep", "86400"], resources={resource: 1})
     pod3.wait_running()
-    assert pod3.devices(resource) == pod1_devices
+    _, pod3_devices = allocations(new, 1, 1)
+    assert pod3_devices == pod1_devices, f"pod3 got {pod3_devices}; the device pod1 freed is {pod1_devices}"
+    _lists(pod3, resource, pod3_devices, "pod3")
 
 
 @pytest.mark.scenario("DP-M2")
@@ -100,4 +121,7 @@ def test_second_instance_failing_registration_leaves_the_first_serving(
     node_resource(resource).stays_at(2, 2, STEADY_FOR)
     pod = pod_factory("served", ["sleep", "86400"], resources={resource: 1})
     pod.wait_running()
-    assert len(first.calls("Allocate")) == 1 and broken.calls("Allocate") == []
+    [granted] = allocations(first, 1)
+    _lists(pod, resource, granted, "the pod served by the first instance")
+    methods = [c.method for c in broken.calls()]
+    assert methods == ["GetDevicePluginOptions"], f"the refused instance must get no call after it; it saw {methods}"

@@ -2,7 +2,7 @@
 checkpoint, the current kubelet starts on the same state."""
 
 import pytest
-from device_conformance.fixtures.device_plugins import DEVICES_ENV
+from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
 from device_conformance import timeouts
 from device_conformance.fakes.device_plugin import AllocateConfig
@@ -40,7 +40,8 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
         "upgraded", ["sh", "-c", f'echo "devices=${DEVICES_ENV}"; exec sleep 86400'], resources={resource: 1}
     )
     pod.wait_running(timeouts.KUBELET_SWAP)
-    devices = pod.devices(resource)
+    [held] = allocations(plugin, 1)
+    _lists(pod, resource, held, f"under kubelet {upgrade_from.version}")
     written_by_previous = devicemanager.parse(node.read_file(CHECKPOINT))
     assert written_by_previous.valid, written_by_previous.reason
 
@@ -51,11 +52,24 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
     counts.wait_counts(2, 2, timeouts.KUBELET_SWAP)
 
     after = pod.wait_running(timeouts.KUBELET_SWAP)
-    assert after.metadata.uid == pod.uid
-    assert after.status.container_statuses[0].restart_count == 0, pods.summary(after)
-    assert pod.devices(resource) == devices
-    assert len(plugin.calls("Allocate")) == 1, "the upgraded kubelet must not allocate the running pod again"
+    main = next((s for s in after.status.container_statuses or [] if s.name == "main"), None)
+    assert after.metadata.uid == pod.uid and main is not None and main.restart_count == 0, (
+        f"after the upgrade the pod is not the same, unrestarted one: uid {after.metadata.uid} (was {pod.uid}), "
+        f"{pods.summary(after)}"
+    )
+    seen = pod.log_line("devices=")
+    assert seen == ",".join(held), f"the container saw devices {seen!r}, the kubelet allocated {held}"
+    _lists(pod, resource, held, f"after the upgrade to {kube_version}")
+    allocations(plugin, 1)  # the upgraded kubelet does not allocate the running pod again
     second = pod_factory("second", ["sleep", "86400"], resources={resource: 1})
     second.wait_running(timeouts.KUBELET_SWAP)
-    other = second.devices(resource)
-    assert other and other != devices, f"the upgraded kubelet handed out {other} again while {pod.name} holds {devices}"
+    _, other = allocations(plugin, 1, 1)
+    assert sorted(held + other) == ["dev-0", "dev-1"], (
+        f"the upgraded kubelet handed out {other} while {pod.name} holds {held}"
+    )
+    _lists(second, resource, other, "the pod after the upgrade")
+
+
+def _lists(pod, resource, granted, when):
+    listed = pod.devices(resource)
+    assert listed == granted, f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"

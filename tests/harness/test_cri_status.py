@@ -1,4 +1,4 @@
-"""CRIClient.status_info over a real gRPC Unix socket against a fake RuntimeService."""
+"""CRIClient.status_info and container_annotations over a real gRPC Unix socket against a fake RuntimeService."""
 
 import json
 from concurrent import futures
@@ -22,6 +22,12 @@ class FakeRuntime(api_pb2_grpc.RuntimeServiceServicer):
             info={"config": json.dumps({"enableCDI": True, "cdiSpecDirs": ["/var/run/cdi"]}), "golang": "go1.26.8"},
         )
 
+    def ContainerStatus(self, request, context):
+        if request.container_id != "c0ffee":
+            context.abort(grpc.StatusCode.NOT_FOUND, f"container {request.container_id} not found")
+        status = api_pb2.ContainerStatus(id="c0ffee", annotations={"dc.example.com/devices": "dev-1"})
+        return api_pb2.ContainerStatusResponse(status=status)
+
 
 @pytest.fixture
 def runtime_socket(tmp_path):
@@ -42,3 +48,11 @@ def test_status_info_asks_verbose_and_decodes_json_values(runtime_socket):
     assert fake.verbose == [True]
     assert info["config"] == {"enableCDI": True, "cdiSpecDirs": ["/var/run/cdi"]}
     assert info["golang"] == "go1.26.8"  # not JSON: kept as the string
+
+
+def test_container_annotations_come_from_the_runtimes_container_status(runtime_socket):
+    socket, _ = runtime_socket
+    with CRIClient(str(socket)) as cri:
+        assert cri.container_annotations("c0ffee") == {"dc.example.com/devices": "dev-1"}
+        with pytest.raises(grpc.RpcError):
+            cri.container_annotations("unknown")

@@ -215,6 +215,10 @@ class FakeCRI:
     def __init__(self, sandboxes: list[str], calls: list[tuple], fail: bool = False) -> None:
         self.ids, self.calls, self.fail = sandboxes, calls, fail
 
+    def container_annotations(self, container_id):
+        self.calls.append(("container_annotations", container_id))
+        return {"dc.example.com/devices": "dev-1"}
+
     def remove_all_sandboxes(self):
         self.calls.append(("remove_all_sandboxes",))
         if self.fail:
@@ -293,3 +297,13 @@ def test_other_paths_go_through_commands_on_the_node(transport):
         node.read_file(path)
     node.delete_file(path)
     assert transport.commands[-1] == (["rm", "-f", path], None)
+
+
+def test_container_annotations_take_the_id_as_the_pod_status_gives_it(transport):
+    node = NodeControl(transport)
+    assert node.container_annotations("containerd://c0ffee") == {"dc.example.com/devices": "dev-1"}
+    assert node.container_annotations("c0ffee") == {"dc.example.com/devices": "dev-1"}
+    assert [c for c in transport.kubelet_service.calls if c[0] == "container_annotations"] == [
+        ("container_annotations", "c0ffee"),
+        ("container_annotations", "c0ffee"),
+    ]

@@ -8,13 +8,14 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
+from pathlib import Path
 
 import pytest
 
 from device_conformance.dockercli import Docker
 from device_conformance.errors import BadInput
 from device_conformance.providers.kind import parallel
+from device_conformance.wait.core import until
 
 
 @pytest.fixture
@@ -28,50 +29,95 @@ def fake_docker(tmp_path):
     del os.environ["NETWORK_FILE"]
 
 
-def _hold_slot(lock_dir, docker, slots, events, name, hold):
-    with parallel.creation_slot(lock_dir, docker, slots=slots):
-        events.append((time.monotonic(), f"{name} in"))
-        time.sleep(hold)
-        events.append((time.monotonic(), f"{name} out"))
+def _blocked_flock_waiters(path) -> int:
+    """How many processes/threads wait in flock() on `path` right now (Linux /proc/locks: a waiter's line
+    has "->" before its lock type, and names the file as major:minor:inode)."""
+    inode = os.stat(path).st_ino
+    waiting = 0
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if "->" in fields and any(f.endswith(f":{inode}") for f in fields):
+            waiting += 1
+    return waiting
 
 
 def test_at_most_n_creations_at_once(tmp_path, fake_docker):
+    """Four creations, two slots: the first two are inside together while the other two announce they
+    wait for a slot; once released, the other two get in, never more than two at a time."""
     docker, network = fake_docker
     network.touch()
-    events: list = []
-    threads = [
-        threading.Thread(target=_hold_slot, args=(tmp_path / "locks", docker, 2, events, f"c{i}", 0.4))
-        for i in range(4)
-    ]
+    lock = threading.Lock()
+    inside: list[str] = []
+    entered: list[str] = []
+    peak = [0]
+    entries = threading.Semaphore(0)
+    waiting = threading.Semaphore(0)
+    release = threading.Event()
+
+    def creation(name):
+        def log(message):
+            if "waiting for a slot" in message:
+                waiting.release()
+
+        with parallel.creation_slot(tmp_path / "locks", docker, log=log, slots=2):
+            with lock:
+                inside.append(name)
+                entered.append(name)
+                peak[0] = max(peak[0], len(inside))
+            entries.release()
+            release.wait(timeout=30)
+            with lock:
+                inside.remove(name)
+
+    threads = [threading.Thread(target=creation, args=(f"c{i}",)) for i in range(4)]
     for thread in threads:
         thread.start()
+    assert entries.acquire(timeout=30) and entries.acquire(timeout=30), f"two creations got in: {entered}"
+    assert waiting.acquire(timeout=30) and waiting.acquire(timeout=30), "the other two announced they wait"
+    with lock:
+        assert len(inside) == 2, f"inside while two wait: {inside}"
+    release.set()
     for thread in threads:
         thread.join(timeout=30)
-    inside, peak = 0, 0
-    for _, what in sorted(events):
-        inside += 1 if what.endswith(" in") else -1
-        peak = max(peak, inside)
-    assert peak == 2
-    assert len(events) == 8
+    assert sorted(entered) == ["c0", "c1", "c2", "c3"]
+    assert peak[0] == 2
 
 
 def test_creation_runs_alone_while_kinds_network_is_missing(tmp_path, fake_docker):
+    """The first creation, kind's network still missing, holds the network lock; a second one waits in
+    flock on it until the first is out (seen in /proc/locks, not guessed with a sleep)."""
     docker, network = fake_docker
     events: list = []
+    first_inside = threading.Event()
+    second_blocked = threading.Event()
 
     def first():
         with parallel.creation_slot(tmp_path / "locks", docker, slots=3):
             events.append("first in")
-            time.sleep(0.5)
+            first_inside.set()
+            second_blocked.wait(timeout=30)
             network.touch()  # kind created its network
             events.append("first out")
 
     thread = threading.Thread(target=first)
     thread.start()
-    time.sleep(0.1)
-    with parallel.creation_slot(tmp_path / "locks", docker, slots=3):
-        events.append("second in")
-    thread.join()
+    assert first_inside.wait(timeout=30)
+
+    def second():
+        with parallel.creation_slot(tmp_path / "locks", docker, slots=3):
+            events.append("second in")
+
+    other = threading.Thread(target=second)
+    other.start()
+    until(
+        lambda: True if _blocked_flock_waiters(tmp_path / "locks" / "network.lock") else None,
+        what="the second creation to wait in flock on the network lock",
+        timeout=30,
+        interval=0.01,
+    )
+    second_blocked.set()
+    thread.join(timeout=30)
+    other.join(timeout=30)
     assert events == ["first in", "first out", "second in"]
 
 

@@ -92,6 +92,12 @@ class NodeControl:
         with self.transport.cri() as cri:
             return cri.status_info()
 
+    def container_annotations(self, container_id: str) -> dict[str, str]:
+        """The annotations the runtime holds for a container (CRI ContainerStatus); `container_id` as in
+        the pod's containerStatuses[].containerID, with or without its "<runtime>://" prefix."""
+        with self.transport.cri() as cri:
+            return cri.container_annotations(container_id.split("://", 1)[-1])
+
     # -- whole-node faults -------------------------------------------------------------------
     def simulate_reboot(self) -> int:
         """Upstream's reboot: stop the kubelet, remove every pod sandbox through CRI, start it again.

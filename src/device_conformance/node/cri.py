@@ -40,6 +40,11 @@ class CRIRuntime(Protocol):
         """Stop and remove every pod sandbox; returns the ids removed."""
         ...
 
+    def container_annotations(self, container_id: str) -> dict[str, str]:
+        """The annotations of one container (CRI ContainerStatus.status.annotations: by the CRI contract
+        those of the ContainerConfig the kubelet created it with, unaltered by the runtime)."""
+        ...
+
 
 class CRIClient:
     """Talks runtime.v1.RuntimeService on a Unix socket (containerd's CRI plugin)."""
@@ -102,6 +107,12 @@ class CRIClient:
             self.remove_sandbox(sandbox_id)
         return removed
 
+    def container_annotations(self, container_id: str) -> dict[str, str]:
+        reply = self._runtime.ContainerStatus(
+            api_pb2.ContainerStatusRequest(container_id=container_id), timeout=CRI_TIMEOUT_SECONDS
+        )
+        return dict(reply.status.annotations)
+
 
 class Crictl:
     """CRIRuntime through `crictl` on the node (kind's node image ships it, pointed at containerd)."""
@@ -139,6 +150,11 @@ class Crictl:
             self._run(["crictl", "stopp", *ids], timeout=180)
             self._run(["crictl", "rmp", *ids], timeout=180)
         return ids
+
+    def container_annotations(self, container_id: str) -> dict[str, str]:
+        """`crictl inspect`: the CRI ContainerStatus (its status.annotations)."""
+        reply = json.loads(self._run(["crictl", "inspect", container_id]))
+        return dict((reply.get("status") or {}).get("annotations") or {})
 
 
 def cdi_support(info: dict[str, Any], runtime: str = "the runtime") -> tuple[bool, str]:

@@ -6,6 +6,7 @@ what it shares with the fake DRA driver (calls, faults, waits).
 
 from device_conformance.fakes.device_plugin.config import (
     HEALTHY,
+    RESPONSE_FIELDS,
     UNHEALTHY,
     AllocateConfig,
     DeviceConfig,
@@ -13,11 +14,13 @@ from device_conformance.fakes.device_plugin.config import (
     DeviceSpecConfig,
     MountConfig,
     OptionsConfig,
+    cdi_env,
 )
 from device_conformance.fakes.device_plugin.handle import DevicePluginHandle, plugin_argv
 
 __all__ = [
     "HEALTHY",
+    "RESPONSE_FIELDS",
     "UNHEALTHY",
     "AllocateConfig",
     "DeviceConfig",
@@ -26,5 +29,6 @@ __all__ = [
     "DeviceSpecConfig",
     "MountConfig",
     "OptionsConfig",
+    "cdi_env",
     "plugin_argv",
 ]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from device_conformance.fakes.device_plugin.config import AllocateConfig
+from device_conformance.fakes.device_plugin.config import RESPONSE_FIELDS, AllocateConfig
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 
 _PER_DEVICE = ("{id}", "{index}")
@@ -30,20 +30,23 @@ def _expand(texts: Sequence[str], ids: Sequence[str], resource: str) -> Iterator
 
 
 def container_response(cfg: AllocateConfig, ids: Sequence[str], resource: str) -> pb.ContainerAllocateResponse:
+    """The answer for one container request; a defective-vendor mode in cfg (drop, ids_override) bends it."""
+    ids = cfg.ids_override or ids
+    keep = {name: name not in cfg.drop for name in RESPONSE_FIELDS}
     resp = pb.ContainerAllocateResponse()
-    for key, value in cfg.envs.items():
+    for key, value in cfg.envs.items() if keep["envs"] else ():
         for k, v in _expand([key, value], ids, resource):
             resp.envs[k] = v
-    for key, value in cfg.annotations.items():
+    for key, value in cfg.annotations.items() if keep["annotations"] else ():
         for k, v in _expand([key, value], ids, resource):
             resp.annotations[k] = v
-    for mount in cfg.mounts:
+    for mount in cfg.mounts if keep["mounts"] else ():
         for cpath, hpath in _expand([mount.container_path, mount.host_path], ids, resource):
             resp.mounts.append(pb.Mount(container_path=cpath, host_path=hpath, read_only=mount.read_only))
-    for spec in cfg.devices:
+    for spec in cfg.devices if keep["devices"] else ():
         for cpath, hpath in _expand([spec.container_path, spec.host_path], ids, resource):
             resp.devices.append(pb.DeviceSpec(container_path=cpath, host_path=hpath, permissions=spec.permissions))
-    for name in cfg.cdi_devices:
+    for name in cfg.cdi_devices if keep["cdi_devices"] else ():
         for (filled,) in _expand([name], ids, resource):
             resp.cdi_devices.append(pb.CDIDevice(name=filled))
     return resp

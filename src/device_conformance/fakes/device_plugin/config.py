@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,10 @@ class DeviceSpecConfig:
     permissions: str = "rw"
 
 
+# The fields of a ContainerAllocateResponse, by the names AllocateConfig.drop takes.
+RESPONSE_FIELDS = ("envs", "mounts", "devices", "annotations", "cdi_devices")
+
+
 @dataclass
 class AllocateConfig:
     """What Allocate returns for each container request.
@@ -59,6 +64,11 @@ class AllocateConfig:
     Every string may use the placeholders {ids} (allocated IDs comma-joined), {count}, {resource},
     and {id} / {index}. An item whose text uses {id} or {index} is repeated once per allocated device
     (e.g. a mount per device); the other items appear once.
+
+    Defective-vendor modes (off by default; each makes a conformance check fail, which is how the
+    suites show that check bites): `drop` names response fields (RESPONSE_FIELDS) the plugin leaves
+    out of its answer although configured; `ids_override` fills the placeholders with these device IDs
+    instead of the ones the kubelet allocated (a plugin that hands the container other devices).
     """
 
     envs: dict[str, str] = field(default_factory=dict)
@@ -66,6 +76,13 @@ class AllocateConfig:
     devices: list[DeviceSpecConfig] = field(default_factory=list)
     annotations: dict[str, str] = field(default_factory=dict)
     cdi_devices: list[str] = field(default_factory=list)
+    drop: list[str] = field(default_factory=list)
+    ids_override: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.drop) - set(RESPONSE_FIELDS))
+        if unknown:
+            raise ValueError(f"AllocateConfig.drop: unknown response fields {unknown}; use some of {RESPONSE_FIELDS}")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AllocateConfig:
@@ -75,6 +92,8 @@ class AllocateConfig:
             devices=[DeviceSpecConfig(**d) for d in data.get("devices", [])],
             annotations=dict(data.get("annotations", {})),
             cdi_devices=list(data.get("cdi_devices", [])),
+            drop=list(data.get("drop", [])),
+            ids_override=list(data.get("ids_override", [])),
         )
 
 
@@ -102,6 +121,21 @@ class DevicePluginConfig:
     control_socket: str = ""
     call_log: str = ""
     register_timeout: float = 15.0
+    # A directory the container runtime reads CDI specs from (the node's /var/run/cdi as the plugin
+    # process sees it): the plugin writes one spec there while it runs, kind `cdi_kind` (default: the
+    # resource name, "vendor/class"), with one CDI device per configured device named by its ID, whose
+    # edit is the env var cdi_env(ID). Allocate names them through AllocateConfig.cdi_devices, e.g.
+    # "{resource}={id}". Empty: no spec.
+    cdi_dir: str = ""
+    cdi_kind: str = ""
+
+    @property
+    def cdi_spec_kind(self) -> str:
+        return self.cdi_kind or self.resource_name
+
+    @property
+    def cdi_spec_path(self) -> str:
+        return os.path.join(self.cdi_dir, f"{Path(self.socket_name).stem}.json") if self.cdi_dir else ""
 
     @property
     def kubelet_socket_path(self) -> str:
@@ -127,3 +161,8 @@ class DevicePluginConfig:
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json())
+
+
+def cdi_env(device_id: str) -> str:
+    """The env var ("NAME=VALUE") the plugin's CDI spec gives a container for device `device_id`."""
+    return f"DC_CDI_{re.sub(r'[^A-Z0-9]', '_', device_id.upper())}={device_id}"

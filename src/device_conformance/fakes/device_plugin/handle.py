@@ -154,6 +154,14 @@ class DevicePluginHandle(FakeHandle):
 
         return self.wait(what, probe, timeout)
 
+    def allocations(self) -> list[list[list[str]]]:
+        """Every Allocate call the kubelet made, in order: the device IDs of each container request in
+        it (the IDs the kubelet chose; the response carries none)."""
+        return [
+            [list(request.get("devices_ids") or []) for request in call.request.get("container_requests") or []]
+            for call in self.calls("Allocate")
+        ]
+
     @staticmethod
     def _registration(call: Call) -> Registration:
         return registration_of(call)

@@ -9,9 +9,10 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from device_conformance.fakes.common import cdi
 from device_conformance.fakes.common.calls import Call, CallLog
 from device_conformance.fakes.common.faults import Faults, Status, status_code
-from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig
+from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig, cdi_env
 from device_conformance.fakes.device_plugin.registration import register
 from device_conformance.fakes.device_plugin.server import PluginServer
 from device_conformance.fakes.device_plugin.service import METHODS, DevicePluginService
@@ -43,7 +44,10 @@ class FakeDevicePlugin:
         )
 
     def start(self) -> None:
-        """Serve first, then register: the kubelet dials us back inside Register."""
+        """Write the CDI spec (if any), serve, then register: the kubelet dials us back inside Register."""
+        if self.config.cdi_dir:
+            devices = {d.id: [cdi_env(d.id)] for d in self.config.devices}
+            cdi.write_spec(self.config.cdi_spec_path, cdi.spec(self.config.cdi_spec_kind, devices))
         self.serve()
         if self._want_registered and self._watcher:
             # Through the watcher, so a kubelet that is not answering yet is retried.
@@ -61,6 +65,8 @@ class FakeDevicePlugin:
         with self._lock:
             for server in self._servers.values():
                 server.stop(grace=0)
+        if self.config.cdi_dir:
+            cdi.remove_spec(self.config.cdi_spec_path)
         self.log.close()
 
     # -- serving -------------------------------------------------------------------------------

@@ -64,6 +64,11 @@ class RuntimeServiceStub:
                 request_serializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusRequest.SerializeToString,
                 response_deserializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusResponse.FromString,
                 _registered_method=True)
+        self.ContainerStatus = channel.unary_unary(
+                '/runtime.v1.RuntimeService/ContainerStatus',
+                request_serializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ContainerStatusRequest.SerializeToString,
+                response_deserializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ContainerStatusResponse.FromString,
+                _registered_method=True)
 
 
 class RuntimeServiceServicer:
@@ -105,6 +110,12 @@ class RuntimeServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ContainerStatus(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_RuntimeServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +148,11 @@ def add_RuntimeServiceServicer_to_server(servicer, server):
                     servicer.Status,
                     request_deserializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusRequest.FromString,
                     response_serializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusResponse.SerializeToString,
+            ),
+            'ContainerStatus': grpc.unary_unary_rpc_method_handler(
+                    servicer.ContainerStatus,
+                    request_deserializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ContainerStatusRequest.FromString,
+                    response_serializer=device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ContainerStatusResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -301,6 +317,33 @@ class RuntimeService:
             '/runtime.v1.RuntimeService/Status',
             device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusRequest.SerializeToString,
             device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.StatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ContainerStatus(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/runtime.v1.RuntimeService/ContainerStatus',
+            device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ContainerStatusRequest.SerializeToString,
+            device__conformance_dot_protos_dot_cri_dot_v1_dot_api__pb2.ContainerStatusResponse.FromString,
             options,
             channel_credentials,
             insecure,
