@@ -15,6 +15,7 @@ VERB_MODULES = [
     "device_conformance.cli.kind",
     "device_conformance.cli.scenarios",
     "device_conformance.cli.k8s_source",
+    "device_conformance.cli.bugs",
 ]
 
 
