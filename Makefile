@@ -11,7 +11,7 @@ K8S_SOURCE ?=
 PYTEST_ARGS ?=
 K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE))
 
-.PHONY: venv lock test test-fast e2e bench lint protos setup cleanup
+.PHONY: venv lock test test-fast e2e bench matrix lint protos setup cleanup
 
 venv: $(VENV)/.installed
 
@@ -57,6 +57,12 @@ e2e: setup
 
 bench: setup
 	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+
+# The non-slow suites on every version of the matrix (expectations/versions.py MATRIX_VERSIONS), one table.
+# MATRIX_VERSIONS="1.35.8 1.37.1" picks versions; results in matrix-results/.
+MATRIX_VERSIONS ?=
+matrix: venv
+	$(BIN)/device-conformance matrix $(if $(MATRIX_VERSIONS),--versions "$(MATRIX_VERSIONS)") $(if $(PYTEST_ARGS),--pytest-args "$(PYTEST_ARGS)")
 
 # Tear down clusters left by crashed or interrupted runs.
 cleanup: venv

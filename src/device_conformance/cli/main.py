@@ -16,6 +16,7 @@ VERB_MODULES = [
     "device_conformance.cli.scenarios",
     "device_conformance.cli.k8s_source",
     "device_conformance.cli.bugs",
+    "device_conformance.cli.matrix",
 ]
 
 

@@ -70,3 +70,18 @@ DEFAULT_K8S_VERSION = KubeVersion(1, 37, 1)
 # The previous minor, for kubelet upgrade tests: the newest 1.36 patch that builds here. The proxy lists
 # v1.36.5 but its checksum database answers 404 for it, so `go` refuses it; v1.36.4 verifies.
 PREVIOUS_MINOR_VERSION = KubeVersion(1, 36, 4)
+
+# The version matrix (`make matrix`): for each minor 1.31-1.37 the newest patch the Go module proxy
+# serves here with an entry in its checksum database (probed 2026-11-23 via
+# proxy.golang.org/k8s.io/kubernetes/@v/vX.Y.Z.zip and /sumdb/sum.golang.org/lookup/...). Newer patches
+# exist but are refused: 1.34.11-1.34.12, 1.35.9 and 1.36.5 have no checksum entry (`go` rejects them),
+# 1.31.15+, 1.32.14+, 1.33.14+ and 1.37.2+ answer 403 on the proxy.
+MATRIX_VERSIONS: tuple[KubeVersion, ...] = (
+    KubeVersion(1, 31, 14),
+    KubeVersion(1, 32, 13),
+    KubeVersion(1, 33, 13),
+    KubeVersion(1, 34, 10),
+    KubeVersion(1, 35, 8),
+    PREVIOUS_MINOR_VERSION,
+    DEFAULT_K8S_VERSION,
+)
