@@ -1,0 +1,162 @@
+"""`device-conformance reproduce kubernetes#NNNNNN`: run a known bug's tests on an affected release and on
+the release that fixed it, and say whether the bug showed where the data says it does.
+
+The releases default to the matrix versions (expectations/versions.py) around the fix on the mainline
+branch, so their binaries are usually cached: the newest matrix release the bug affects and the oldest
+one it does not. On the affected release the bug's check runs in its known-bug block, so "reproduced"
+means that exact check failed (a strict xfail naming the bug) while the rest of the test passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from device_conformance.errors import BadInput
+from device_conformance.expectations.behaviour import KnownBug
+from device_conformance.expectations.bugtable import KNOWN_BUGS
+from device_conformance.expectations.versions import MATRIX_VERSIONS, KubeVersion
+
+_TEST_RE = re.compile(r"suites/[\w/]+\.py::\w+")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "reproduce",
+        help="run a known bug's tests on an affected and on the fixed release, and print the verdicts",
+        description="Builds (or reuses) the binaries of an affected release and of the fixed one, runs the "
+        "bug's tests on each with the local provider, and prints: reproduced / not reproduced on the "
+        "affected release, fixed as expected / still shows on the fixed one.",
+    )
+    p.add_argument("issue", help="the bug, as `device-conformance bugs` names it (kubernetes#134434)")
+    p.add_argument("--affected", metavar="X.Y.Z", help="an affected release (default: from the matrix)")
+    p.add_argument("--fixed", metavar="X.Y.Z", help="a fixed release (default: from the matrix)")
+    p.add_argument("--out", type=Path, default=Path("reproduce-results"), help="results folder")
+    p.add_argument("--no-setup", action="store_true", help="do not build missing binaries first")
+    p.set_defaults(func=_run)
+
+
+def find_bug(issue: str) -> KnownBug:
+    wanted = issue if "#" in issue else f"kubernetes#{issue}"
+    for bug in KNOWN_BUGS:
+        if bug.issue == wanted:
+            return bug
+    raise BadInput(
+        f"{issue!r} is not a catalogued bug",
+        "pick one of `device-conformance bugs`: " + ", ".join(bug.issue for bug in KNOWN_BUGS),
+    )
+
+
+def bug_tests(bug: KnownBug) -> list[str]:
+    tests = _TEST_RE.findall(bug.shown_by)
+    if not tests:
+        raise BadInput(f"{bug.issue} names no test in its data ({bug.shown_by!r})", "add its test's node ID")
+    return tests
+
+
+def pick_releases(bug: KnownBug, affected: str | None, fixed: str | None) -> tuple[KubeVersion, KubeVersion]:
+    """The affected and the fixed release: given ones are checked against the data; defaults come from
+    the matrix, the newest affected one and the oldest fixed one after it."""
+    if affected:
+        bad = KubeVersion.parse(affected)
+    else:
+        candidates = [v for v in MATRIX_VERSIONS if bug.affects(v)]
+        if not candidates:
+            raise BadInput(f"no matrix release is affected by {bug.issue}", "give --affected X.Y.Z")
+        bad = max(candidates)
+    if fixed:
+        good = KubeVersion.parse(fixed)
+    else:
+        candidates = [v for v in MATRIX_VERSIONS if v > bad and not bug.affects(v)]
+        if not candidates:
+            raise BadInput(f"no matrix release after {bad} has the fix of {bug.issue}", "give --fixed X.Y.Z")
+        good = min(candidates)
+    if not bug.affects(bad):
+        raise BadInput(f"{bug.issue} does not affect {bad} ({bug.describe_fix(bad)})", "give an affected release")
+    if bug.affects(good):
+        raise BadInput(f"{bug.issue} still affects {good} ({bug.describe_fix(good)})", "give a fixed release")
+    return bad, good
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    xfailed_by_bug: int  # tests xfailed naming this bug: its check failed, the rest passed
+    passed: int
+    failed: int  # failures and errors
+    other: int  # skipped, or xfailed for another reason
+
+
+def read_outcome(junit: Path, bug: KnownBug) -> RunOutcome:
+    xfailed = passed = failed = other = 0
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        results = [child for child in case if child.tag in ("failure", "error", "skipped")]
+        if not results:
+            passed += 1
+        elif results[0].tag in ("failure", "error"):
+            failed += 1
+        elif results[0].get("type") == "pytest.xfail" and bug.issue in (results[0].get("message") or ""):
+            xfailed += 1
+        else:
+            other += 1
+    return RunOutcome(xfailed, passed, failed, other)
+
+
+def verdict(outcome: RunOutcome, *, affected: bool) -> str:
+    if outcome.failed:
+        return "failed (another check failed: see the log)"
+    if affected:
+        return "reproduced" if outcome.xfailed_by_bug and not outcome.other else "not reproduced"
+    return "fixed as expected" if outcome.passed and not (outcome.xfailed_by_bug or outcome.other) else "not run"
+
+
+def _run(args: argparse.Namespace) -> int:
+    bug = find_bug(args.issue)
+    tests = bug_tests(bug)
+    bad, good = pick_releases(bug, args.affected, args.fixed)
+    rows = []
+    for version, affected in ((bad, True), (good, False)):
+        folder = args.out / bug.issue.replace("#", "-") / str(version)
+        folder.mkdir(parents=True, exist_ok=True)
+        print(f"[reproduce] {bug.issue} on {version} ({'affected' if affected else 'fixed'}): {folder}", flush=True)
+        if not args.no_setup and _call(_setup_argv(version), folder / "setup.log") != 0:
+            rows.append((version, f"setup failed: see {folder / 'setup.log'}", folder))
+            continue
+        _call(_pytest_argv(version, tests, folder), folder / "pytest.log")
+        junit = folder / "junit.xml"
+        text = verdict(read_outcome(junit, bug), affected=affected) if junit.exists() else "no result: see the log"
+        rows.append((version, text, folder))
+    print(f"\n{bug.issue}: {bug.title}\n  {bug.describe_fix(good)}\n  tests: {', '.join(tests)}")
+    print("| release | verdict | report folder |\n| --- | --- | --- |")
+    for version, text, folder in rows:
+        print(f"| {version} | {text} | {folder} |")
+    expected = ("reproduced", "fixed as expected")
+    return 0 if tuple(text for _, text, _ in rows) == expected else 1
+
+
+def _setup_argv(version: KubeVersion) -> list[str]:
+    return [sys.executable, "-m", "device_conformance.cli", "setup", "--no-packages", "--k8s-version", str(version)]
+
+
+def _pytest_argv(version: KubeVersion, tests: list[str], folder: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        *tests,
+        "-p",
+        "no:cacheprovider",
+        "-rA",
+        "--k8s-version",
+        str(version),
+        f"--junitxml={folder / 'junit.xml'}",
+    ]
+
+
+def _call(argv: list[str], log: Path) -> int:
+    with open(log, "w", encoding="utf-8") as out:
+        return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False).returncode

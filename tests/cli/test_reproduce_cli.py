@@ -1,0 +1,61 @@
+"""`device-conformance reproduce`: which bug, which releases and which verdict (the runs themselves are e2e)."""
+
+import pytest
+
+from device_conformance.cli import reproduce
+from device_conformance.errors import BadInput
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?>
+<testsuites><testsuite name="pytest">
+<testcase classname="suites.taints.test_device_taints" name="test_toleration_seconds_delay_the_eviction">
+  <skipped type="pytest.xfail" message="known upstream bug kubernetes#134434 on Kubernetes 1.34.10: ..."/>
+</testcase></testsuite></testsuites>
+"""
+
+
+def test_bug_is_found_by_issue_or_number():
+    assert reproduce.find_bug("kubernetes#134434").issue == "kubernetes#134434"
+    assert reproduce.find_bug("134434").issue == "kubernetes#134434"
+    with pytest.raises(BadInput, match="not a catalogued bug"):
+        reproduce.find_bug("kubernetes#1")
+
+
+@pytest.mark.parametrize(
+    ("issue", "affected", "fixed"),
+    [
+        ("kubernetes#134434", "1.34.10", "1.35.8"),  # fixed in 1.35.0, no cherry-pick
+        ("kubernetes#135686", "1.35.8", "1.36.4"),  # fixed in 1.36.0
+        ("kubernetes#127803", "1.36.4", "1.37.1"),  # fixed in 1.37.0
+    ],
+)
+def test_default_releases_come_from_the_matrix(issue, affected, fixed):
+    bad, good = reproduce.pick_releases(reproduce.find_bug(issue), None, None)
+    assert (str(bad), str(good)) == (affected, fixed)
+
+
+def test_given_releases_are_checked_against_the_data():
+    bug = reproduce.find_bug("kubernetes#126341")  # cherry-picked to 1.31.1
+    bad, good = reproduce.pick_releases(bug, "1.31.0", "1.31.1")
+    assert (str(bad), str(good)) == ("1.31.0", "1.31.1")
+    with pytest.raises(BadInput, match=r"does not affect 1\.31\.1"):
+        reproduce.pick_releases(bug, "1.31.1", "1.32.0")
+    with pytest.raises(BadInput, match=r"still affects 1\.30\.4"):
+        reproduce.pick_releases(bug, "1.30.3", "1.30.4")
+
+
+def test_the_bugs_own_xfail_is_reproduced(tmp_path):
+    junit = tmp_path / "junit.xml"
+    junit.write_text(JUNIT)
+    bug = reproduce.find_bug("kubernetes#134434")
+    outcome = reproduce.read_outcome(junit, bug)
+    assert outcome == reproduce.RunOutcome(xfailed_by_bug=1, passed=0, failed=0, other=0)
+    assert reproduce.verdict(outcome, affected=True) == "reproduced"
+    # The same xfail naming another bug is no reproduction of this one.
+    other = reproduce.read_outcome(junit, reproduce.find_bug("kubernetes#135686"))
+    assert reproduce.verdict(other, affected=True) == "not reproduced"
+
+
+def test_verdicts_on_the_fixed_release():
+    assert reproduce.verdict(reproduce.RunOutcome(0, 1, 0, 0), affected=False) == "fixed as expected"
+    assert reproduce.verdict(reproduce.RunOutcome(0, 0, 1, 0), affected=False).startswith("failed")
+    assert reproduce.verdict(reproduce.RunOutcome(0, 1, 0, 0), affected=True) == "not reproduced"
