@@ -90,3 +90,29 @@ def test_wait_timeouts_count_as_the_check_failing(pytester, version):
 """)
     outcome = {"xfailed": 1} if version == AFFECTED else {"failed": 1}
     run(pytester, version, source).assert_outcomes(**outcome)
+
+
+def test_ignore_known_bugs_turns_the_blocks_check_into_a_plain_failure(pytester):
+    """--ignore-known-bugs (bisect): the raw outcome, whatever the data says about the release."""
+    result = run(pytester, AFFECTED, SHOWS, "--ignore-known-bugs")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*allocatable 0 after the old instance went away*"])
+
+
+def test_ignore_known_bugs_passes_a_fixed_behaviour_the_data_calls_affected(pytester):
+    source = module("""    with shows_known_bug(BUG):
+        pass
+""")
+    run(pytester, AFFECTED, source, "--ignore-known-bugs").assert_outcomes(passed=1)
+
+
+def test_ignore_known_bugs_drops_the_whole_test_xfail_of_a_marker(pytester):
+    source = f"""
+import pytest
+{ROLLOUT_BUG}
+@pytest.mark.known_bug(BUG)
+def test_x():
+    assert False, "the bug"
+"""
+    run(pytester, AFFECTED, source).assert_outcomes(xfailed=1)
+    run(pytester, AFFECTED, source, "--ignore-known-bugs").assert_outcomes(failed=1)

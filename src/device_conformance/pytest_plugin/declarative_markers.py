@@ -32,6 +32,7 @@ from device_conformance.expectations import scenarios as catalogue
 from device_conformance.expectations.behaviour import KnownBug
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.pytest_plugin.known_bug_blocks import uses_blocks
+from device_conformance.pytest_plugin.options import known_bugs_ignored
 
 _MINIMUM = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 
@@ -213,8 +214,8 @@ def apply(item: pytest.Item, found: Declared, version: KubeVersion) -> None:
     for minimum in found.since:
         if not minimum.met_by(version):
             pytest.skip(minimum.skip_reason(version))
-    if uses_blocks(item):
-        return  # the test checks its bugs in known-bug blocks: only those checks are expected to fail
+    if uses_blocks(item) or known_bugs_ignored(item.config):
+        return  # known-bug blocks mark only their own checks; --ignore-known-bugs: the raw outcome
     for bug in found.bugs:
         apply_known_bug(item, bug, version)
 
