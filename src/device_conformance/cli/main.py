@@ -18,6 +18,7 @@ VERB_MODULES = [
     "device_conformance.cli.bugs",
     "device_conformance.cli.matrix",
     "device_conformance.cli.reproduce",
+    "device_conformance.cli.bisect",
 ]
 
 
