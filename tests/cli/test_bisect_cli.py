@@ -24,6 +24,7 @@ def test_releases_in_between_cross_minors_and_skip_refused_patches():
         "1.35.8",
         "1.36.0",
         "1.36.1",
+        "1.36.4",
         "1.37.0",
         "1.37.1",
     ]
