@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from device_conformance.fakes.dra_driver import cdi
-from device_conformance.fakes.dra_driver.config import DriverConfig
+from device_conformance.fakes.dra_driver.config import INVALID_CDI_VERSION, DriverConfig
 from device_conformance.fakes.dra_driver.kubeapi import KubeApi
 from device_conformance.fakes.dra_driver.state import DriverState
 
@@ -31,11 +31,23 @@ class ClaimPreparer:
         self._config = config
         self._state = state
         self._kube = kube
+        # This process's own bookkeeping, for the defects that depend on it (lost on restart, on purpose).
+        self._held: set[str] = set()
+        self._ever: set[str] = set()
 
     def prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
         """Devices for the response; idempotent like a real driver (the kubelet retries). The configured
         defects (config.DEFECTS) change only the answer, not what the driver records as prepared."""
-        return self._defective(self._prepare(namespace, uid, name))
+        if "prepare-rejects-repeat" in self._config.defects and uid in self._held:
+            raise ClaimError(f"ResourceClaim {namespace}/{name} is already prepared (defect prepare-rejects-repeat)")
+        devices = self._defective(self._prepare(namespace, uid, name))
+        self._held.add(uid)
+        self._ever.add(uid)
+        return devices
+
+    @property
+    def defects(self) -> list[str]:
+        return self._config.defects
 
     def _defective(self, devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
         defects = self._config.defects
@@ -59,13 +71,20 @@ class ClaimPreparer:
         if self._config.cdi_dir:
             spec_file = cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid)
             names = list(dict.fromkeys(r["device"] for r in results))
-            cdi.write_spec(spec_file, cdi.build_spec(self._config.cdi, namespace, name, uid, names))
+            spec = cdi.build_spec(self._config.cdi, namespace, name, uid, names)
+            if "cdi-invalid-version" in self._config.defects:
+                spec["cdiVersion"] = INVALID_CDI_VERSION
+            cdi.write_spec(spec_file, spec)
         self._state.set_prepared(uid, {"namespace": namespace, "name": name, "devices": devices, "cdi_spec": spec_file})
         return devices
 
     def unprepare(self, uid: str) -> None:
         """Unknown claims succeed: after a restart without state the kubelet must still get through."""
-        if self._config.cdi_dir:
+        defects = self._config.defects
+        if "unprepare-unknown-claim-error" in defects and uid not in self._ever:
+            raise ClaimError(f"claim {uid} was never prepared here (defect unprepare-unknown-claim-error)")
+        self._held.discard(uid)
+        if self._config.cdi_dir and "unprepare-keeps-cdi" not in defects:
             cdi.remove_spec(cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid))
         self._state.drop_prepared(uid)
 

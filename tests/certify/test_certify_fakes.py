@@ -1,0 +1,90 @@
+"""The certifier against our fakes: a fake keeping the contract passes every clause, and each defective-vendor
+mode fails exactly its clause and no other (issue 12, part 4, sanity half)."""
+
+import pytest
+from certify_subjects import CLAIMS, run_device_plugin, run_dra_driver
+
+from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES, DRA_DRIVER_CLAUSES
+from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS
+
+
+def verdicts(cert):
+    return {r.clause.id: r.verdict for r in cert.results}
+
+
+def test_the_fake_device_plugin_passes_every_clause(clean_device_plugin):
+    assert verdicts(clean_device_plugin) == {c.id: PASS for c in DEVICE_PLUGIN_CLAUSES}, [
+        (r.clause.id, r.message) for r in clean_device_plugin.results if r.verdict != PASS
+    ]
+
+
+def test_the_fake_dra_driver_passes_every_clause_but_slices_without_an_api_server(clean_dra_driver):
+    expected = {c.id: PASS for c in DRA_DRIVER_CLAUSES} | {"DRA-SLICES": NOT_APPLICABLE}
+    assert verdicts(clean_dra_driver) == expected, [
+        (r.clause.id, r.message) for r in clean_dra_driver.results if r.verdict != expected[r.clause.id]
+    ]
+
+
+DEVICE_PLUGIN_DEFECTS = [
+    ({"defects": ["duplicate-device-ids"]}, "DP-LAW-UNIQUE", "duplicated ['dev-1']"),
+    ({"defects": ["unstable-device-ids"]}, "DP-LAW-STABLE", "a second stream ['dev-1-r2', 'dev-2-r2', 'dev-3-r2']"),
+    ({"defects": ["allocate-crash-on-unknown-id"]}, "DP-ALLOC-UNKNOWN", "no answer (connection lost"),
+    ({"defects": ["preferred-ignores-must-include"]}, "DP-PREFERRED", "must-include ['dev-3'] missing"),
+    ({"auto_reregister": False}, "DP-REREGISTER", "no Register within 8s after kubelet.sock was re-created"),
+]
+
+
+@pytest.mark.parametrize(
+    "overrides,clause,finding", DEVICE_PLUGIN_DEFECTS, ids=[c for _, c, _ in DEVICE_PLUGIN_DEFECTS]
+)
+def test_each_device_plugin_defect_fails_exactly_its_clause(overrides, clause, finding):
+    overrides = dict(overrides)
+    cert = run_device_plugin(overrides.pop("defects", ()), **overrides)
+    assert cert.failed_ids() == [clause], [(r.clause.id, r.message) for r in cert.results if r.verdict == FAIL]
+    result = next(r for r in cert.results if r.clause.id == clause)
+    assert finding in result.message
+    assert all(v == PASS for c, v in verdicts(cert).items() if c != clause)
+    if clause == "DP-ALLOC-UNKNOWN":  # the crash itself is the evidence, and the subject was started again
+        assert "subject process: exit 2" in result.evidence
+        assert any("panic: Allocate: unknown device IDs" in line for line in result.evidence)
+        assert cert.notes[0] == "subject process: started 2 time(s), exit 0"
+
+
+DRA_DEFECTS = [
+    ("prepare-rejects-repeat", "DRA-PREPARE-IDEMPOTENT", "is already prepared"),
+    ("prepare-all-or-nothing", "DRA-PREPARE-MULTI", "NodePrepareResources failed as a whole: INTERNAL"),
+    ("unprepare-keeps-cdi", "DRA-CDI-REMOVED", "still defined after unprepare"),
+    ("unprepare-unknown-claim-error", "DRA-UNPREPARE-UNKNOWN", "was never prepared here"),
+    ("cdi-invalid-version", "DRA-CDI-VALID", "cdiVersion '0.0.0-defect' is not a released CDI version"),
+]
+
+
+@pytest.mark.parametrize("defect,clause,finding", DRA_DEFECTS, ids=[d for d, _, _ in DRA_DEFECTS])
+def test_each_dra_driver_defect_fails_exactly_its_clause(defect, clause, finding):
+    cert = run_dra_driver([defect])
+    assert cert.failed_ids() == [clause], [(r.clause.id, r.message) for r in cert.results if r.verdict == FAIL]
+    assert finding in next(r for r in cert.results if r.clause.id == clause).message
+    assert all(v == PASS for c, v in verdicts(cert).items() if c not in (clause, "DRA-SLICES"))
+
+
+def test_without_claims_the_prepare_clauses_are_not_applicable_never_passed():
+    cert = run_dra_driver(claims=[])
+    got = verdicts(cert)
+    assert {c: v for c, v in got.items() if v == PASS} == {
+        "DRA-REG-SOCKET": PASS,
+        "DRA-REG-INFO": PASS,
+        "DRA-REG-NOTIFY": PASS,
+        "DRA-SERVICE": PASS,
+        # A made-up claim needs no allocation: unpreparing it is checkable without claims.
+        "DRA-UNPREPARE-UNKNOWN": PASS,
+    }
+    assert cert.failed_ids() == []
+    assert len(CLAIMS) == 2
+
+
+def test_the_evidence_is_the_rpc_exchange(clean_dra_driver):
+    prepare = next(r for r in clean_dra_driver.results if r.clause.id == "DRA-PREPARE")
+    assert prepare.evidence[0] == (
+        '-> v1.DRAPlugin/NodePrepareResources [{"namespace": "ns-1", "uid": "uid-a", "name": "claim-a"}]'
+    )
+    assert '"cdi_device_ids": ["dra.example.com/device=uid-a-dev-0"]' in prepare.evidence[1]
