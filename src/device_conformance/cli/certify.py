@@ -7,6 +7,7 @@ Exit status: 0 when no clause FAILed, 1 when one did, 2 for bad input.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -15,6 +16,7 @@ from device_conformance.certify import limits
 from device_conformance.certify.report import write_report
 from device_conformance.certify.report_markdown import summary_table
 from device_conformance.certify.verdicts import Certification
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 
 DEVICE_PLUGIN_DIR = "/var/lib/kubelet/device-plugins"
 PLUGINS_REGISTRY = "/var/lib/kubelet/plugins_registry"
@@ -62,6 +64,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dra.add_argument("--node", help="the node the driver runs for (ResourceSlices)")
     _common(dra)
     dra.set_defaults(func=_dra_driver)
+    sample = kinds.add_parser(
+        "sample-device-plugin",
+        help="build upstream's sample device plugin from the Go module of a Kubernetes version and certify it "
+        "(root: it runs in a private mount namespace)",
+    )
+    sample.add_argument("--k8s-version", default=str(DEFAULT_K8S_VERSION), help="Kubernetes version (module tag)")
+    sample.add_argument("--out", default="certification-sample-device-plugin", help="report folder")
+    sample.set_defaults(func=_sample_device_plugin)
 
 
 def _finish(cert: Certification, out: str) -> int:
@@ -109,3 +119,26 @@ def _dra_driver(args: argparse.Namespace) -> int:
     )
     print(f"certifying DRA driver {args.driver} through {args.registry_dir} ...", file=sys.stderr)
     return _finish(certify_dra_driver(target), args.out)
+
+
+def _sample_device_plugin(args: argparse.Namespace) -> int:
+    from device_conformance.certify import upstream
+    from device_conformance.certify.device_plugin import DevicePluginTarget, certify_device_plugin
+
+    version = KubeVersion.parse(args.k8s_version)
+    binary = upstream.build_sample_device_plugin(version, lambda line: print(line, file=sys.stderr))
+    workdir = _workdir(args.out)
+    kubelet_root = Path(tempfile.mkdtemp(prefix="kubelet-", dir="/tmp"))  # short: sockets live there
+    (kubelet_root / "device-plugins").mkdir()
+    try:
+        target = DevicePluginTarget(
+            socket_dir=str(kubelet_root / "device-plugins"),
+            resource=upstream.SAMPLE_RESOURCE,
+            command=upstream.sample_device_plugin_command(binary, kubelet_root),
+            name=f"upstream sample-device-plugin ({upstream.SAMPLE_DEVICE_PLUGIN})",
+            version=version.tag,
+            workdir=workdir,
+        )
+        return _finish(certify_device_plugin(target), args.out)
+    finally:
+        shutil.rmtree(kubelet_root, ignore_errors=True)

@@ -1,0 +1,52 @@
+"""Upstream's sample device plugin (test/images/sample-device-plugin of the Kubernetes version under test) as a
+real third-party subject. Skipped unless its binary is in the cache: `device-conformance certify
+sample-device-plugin` builds it (Go, the module cache) and needs root for the private mount namespace."""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from device_conformance.certify import upstream
+from device_conformance.certify.device_plugin import DevicePluginTarget, certify_device_plugin
+from device_conformance.certify.verdicts import NOT_APPLICABLE, PASS
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION
+
+
+def test_the_sample_runs_in_a_private_mount_namespace():
+    command = upstream.sample_device_plugin_command(Path("/c/sample plugin"), Path("/tmp/k"))
+    assert command == (
+        "unshare --mount --propagation private sh -c "
+        "'mount --bind /tmp/k /var/lib/kubelet && exec '\"'\"'/c/sample plugin'\"'\"''"
+    )
+
+
+def test_upstream_sample_device_plugin_certifies(tmp_path):
+    binary = upstream.subjects_dir(DEFAULT_K8S_VERSION) / "sample-device-plugin"
+    if not binary.exists():
+        pytest.skip(f"{binary} not built: device-conformance certify sample-device-plugin builds it")
+    if os.geteuid() != 0 or not shutil.which("unshare") or not Path(upstream.KUBELET_ROOT).is_dir():
+        pytest.skip(f"needs root, unshare and an existing {upstream.KUBELET_ROOT} to mount over")
+    root = Path(tempfile.mkdtemp(prefix="sdp-", dir="/tmp"))
+    try:
+        (root / "device-plugins").mkdir()
+        cert = certify_device_plugin(
+            DevicePluginTarget(
+                socket_dir=str(root / "device-plugins"),
+                resource=upstream.SAMPLE_RESOURCE,
+                command=upstream.sample_device_plugin_command(binary, root),
+                workdir=tmp_path,
+            )
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    verdicts = {r.clause.id: r.verdict for r in cert.results}
+    # The sample advertises no topology and neither option, so those clauses cannot be checked; all else holds.
+    not_applicable = {"DP-LAW-TOPOLOGY", "DP-PREFERRED", "DP-PRESTART"}
+    assert verdicts == {c: NOT_APPLICABLE if c in not_applicable else PASS for c in verdicts}, [
+        (r.clause.id, r.message) for r in cert.results if r.verdict != PASS
+    ]
+    unknown = next(r for r in cert.results if r.clause.id == "DP-ALLOC-UNKNOWN")
+    assert any("invalid allocation request with non-existing device" in line for line in unknown.evidence)
