@@ -56,6 +56,7 @@ DRA_DEFECTS = [
     ("unprepare-keeps-cdi", "DRA-CDI-REMOVED", "still defined after unprepare"),
     ("unprepare-unknown-claim-error", "DRA-UNPREPARE-UNKNOWN", "was never prepared here"),
     ("cdi-invalid-version", "DRA-CDI-VALID", "cdiVersion '0.0.0-defect' is not a released CDI version"),
+    ("restart-renames-cdi-devices", "DRA-RESTART", "after the restart prepare gave"),
 ]
 
 

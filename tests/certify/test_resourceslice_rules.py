@@ -5,6 +5,9 @@ import copy
 import pytest
 
 from device_conformance.certify import resourceslices
+from device_conformance.certify.clauses import BY_ID
+from device_conformance.certify.dra_driver import DraDriverCertifier, DraDriverTarget
+from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, run_step
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
 
@@ -50,3 +53,26 @@ def broken(edit):
 def test_each_broken_rule_is_reported(edit, problem):
     found = resourceslices.problems([broken(edit)], DRIVER, NODE)
     assert len(found) == 1 and problem in found[0], found
+
+
+def slices_step(monkeypatch, listed, kubeconfig="kubeconfig"):
+    """The DRA-SLICES step of the certifier, with the API server's answer replaced by `listed`."""
+    monkeypatch.setattr(resourceslices, "list_slices", lambda kc, driver, node: listed)
+    target = DraDriverTarget(registry_dir="/nonexistent", driver=DRIVER, kubeconfig=kubeconfig, node_name=NODE)
+    return run_step(BY_ID["DRA-SLICES"], DraDriverCertifier(target).slices)
+
+
+def test_the_slices_clause_passes_valid_slices_and_fails_broken_ones(monkeypatch):
+    assert slices_step(monkeypatch, [fake_slice()]).verdict == PASS
+    failed = slices_step(monkeypatch, [broken(lambda s: s["pool"].update(generation=-1))])
+    assert (failed.verdict, failed.message) == (
+        FAIL,
+        "slice 'node-1-dra.example.com': pool generation -1 is not a non-negative integer",
+    )
+    none = slices_step(monkeypatch, [])
+    assert (none.verdict, none.message) == (FAIL, "no ResourceSlice of driver dra.example.com for node node-1")
+
+
+def test_without_a_kubeconfig_slices_are_not_applicable(monkeypatch):
+    result = slices_step(monkeypatch, [fake_slice()], kubeconfig=None)
+    assert result.verdict == NOT_APPLICABLE and "no API server in sanity mode" in result.message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from device_conformance.fakes.dra_driver import cdi
@@ -45,6 +46,11 @@ class ClaimPreparer:
         self._ever.add(uid)
         return devices
 
+    def _cdi_device(self, device: str) -> str:
+        if "restart-renames-cdi-devices" in self._config.defects:
+            return f"{device}-{os.getpid()}"
+        return device
+
     @property
     def defects(self) -> list[str]:
         return self._config.defects
@@ -59,6 +65,8 @@ class ClaimPreparer:
 
     def _prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
         known = self._state.get_prepared(uid)
+        if "restart-renames-cdi-devices" in self._config.defects and uid not in self._ever:
+            known = None  # forgets what a predecessor prepared
         if known is not None:
             return known["devices"]
         results = self._results(namespace, uid, name)
@@ -70,7 +78,7 @@ class ClaimPreparer:
         spec_file = None
         if self._config.cdi_dir:
             spec_file = cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid)
-            names = list(dict.fromkeys(r["device"] for r in results))
+            names = list(dict.fromkeys(self._cdi_device(r["device"]) for r in results))
             spec = cdi.build_spec(self._config.cdi, namespace, name, uid, names)
             if "cdi-invalid-version" in self._config.defects:
                 spec["cdiVersion"] = INVALID_CDI_VERSION
@@ -110,7 +118,9 @@ class ClaimPreparer:
             "request_names": [request] if request else [],
             "pool_name": result.get("pool") or self._config.pool,
             "device_name": device,
-            "cdi_device_ids": [cdi.qualified_name(self._config.cdi, uid, device)] if self._config.cdi_dir else [],
+            "cdi_device_ids": [cdi.qualified_name(self._config.cdi, uid, self._cdi_device(device))]
+            if self._config.cdi_dir
+            else [],
         }
         if result.get("shareID"):
             entry["share_id"] = result["shareID"]

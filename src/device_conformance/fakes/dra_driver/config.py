@@ -25,6 +25,8 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 #   unprepare-keeps-cdi: NodeUnprepareResources leaves the claim's CDI spec file behind.
 #   unprepare-unknown-claim-error: unpreparing a claim this process never prepared fails.
 #   cdi-invalid-version: the CDI spec files carry a cdiVersion no CDI release has.
+#   restart-renames-cdi-devices: CDI device names carry the process ID and claims prepared before a restart
+#       are prepared afresh, so the kubelet's recorded CDI IDs no longer match after a driver restart.
 DEFECTS = (
     "prepare-without-cdi",
     "prepare-first-device-only",
@@ -33,6 +35,7 @@ DEFECTS = (
     "unprepare-keeps-cdi",
     "unprepare-unknown-claim-error",
     "cdi-invalid-version",
+    "restart-renames-cdi-devices",
 )
 INVALID_CDI_VERSION = "0.0.0-defect"
 HEALTH_SERVICE_TOKEN = "v1alpha1.DRAResourceHealth"
