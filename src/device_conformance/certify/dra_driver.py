@@ -41,7 +41,7 @@ from device_conformance.protos.pluginregistration.v1 import api_pb2_grpc as reg_
 from device_conformance.wait.core import Pending, until
 
 PLUGIN_TYPE = "DRAPlugin"
-# The DRA services the kubelet speaks, preferred first (pkg/kubelet/cm/dra/plugin/registration.go).
+# The DRA services the kubelet speaks, preferred first (pkg/kubelet/cm/dra/plugin/dra_plugin.go).
 KUBELET_SERVICES = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
 REGISTRATION_API = "pluginregistration/v1 (Registration: GetInfo, NotifyRegistrationStatus)"
 

@@ -18,7 +18,8 @@ REREGISTER_TIMEOUT = 30.0
 # pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go: GetInfo 1 s, NotifyRegistrationStatus 5 s.
 GET_INFO_TIMEOUT = 1.0
 NOTIFY_TIMEOUT = 5.0
-# pkg/kubelet/cm/dra/plugin: the kubelet's deadline for NodePrepare/NodeUnprepareResources.
+# pkg/kubelet/cm/dra/plugin/dra_plugin.go (defaultClientCallTimeout): the kubelet's deadline for
+# NodePrepare/NodeUnprepareResources.
 DRA_CALL_TIMEOUT = 45.0
 # Concurrency: how many RPCs the certifier has in flight at once.
 CONCURRENT_CALLS = 8

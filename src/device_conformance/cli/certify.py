@@ -72,6 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sample.add_argument("--k8s-version", default=str(DEFAULT_K8S_VERSION), help="Kubernetes version (module tag)")
     sample.add_argument("--out", default="certification-sample-device-plugin", help="report folder")
     sample.set_defaults(func=_sample_device_plugin)
+    kinds.add_parser("clauses", help="print the clause catalogue (Markdown)").set_defaults(func=_clauses)
 
 
 def _finish(cert: Certification, out: str) -> int:
@@ -142,3 +143,10 @@ def _sample_device_plugin(args: argparse.Namespace) -> int:
         return _finish(certify_device_plugin(target), args.out)
     finally:
         shutil.rmtree(kubelet_root, ignore_errors=True)
+
+
+def _clauses(_: argparse.Namespace) -> int:
+    from device_conformance.certify.clauses import markdown
+
+    sys.stdout.write(markdown())
+    return 0
