@@ -8,6 +8,7 @@ from certify_subjects import CLAIMS, DRIVER, RESOURCE, fake_command
 from device_conformance.cli.main import main
 from device_conformance.fakes.device_plugin import DeviceConfig, DevicePluginConfig
 from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
+from device_conformance.fakes.kubelet_stub import KubeletStub
 
 
 def test_device_plugin_verb_fails_a_defective_plugin_and_writes_the_report(tmp_path, plugin_root, capsys):
@@ -60,3 +61,11 @@ def test_dra_driver_verb_passes_the_fake_driver(tmp_path, plugin_root):
         "dra/v1 (v1.DRAPlugin)",
     ]
     assert not list((tmp_path / "cdi").glob("*.json")), "the certifier leaves no prepared claim behind"
+
+
+def test_the_verb_refuses_a_directory_where_a_kubelet_answers(tmp_path, plugin_root, capsys):
+    (plugin_root / "dp").mkdir()
+    with KubeletStub(str(plugin_root / "dp")):  # stands for the node's kubelet
+        argv = ["certify", "device-plugin", "--socket-dir", str(plugin_root / "dp"), "--out", str(tmp_path / "out")]
+        assert main(argv) == 2
+    assert f"a kubelet answers on {plugin_root / 'dp' / 'kubelet.sock'}" in capsys.readouterr().err

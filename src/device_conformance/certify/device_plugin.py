@@ -33,7 +33,7 @@ from device_conformance.certify.verdicts import (
     Subject,
     run_step,
 )
-from device_conformance.errors import WaitTimeout
+from device_conformance.errors import BadInput, WaitTimeout
 from device_conformance.fakes.kubelet_stub import (
     SUPPORTED_VERSIONS,
     KubeletStub,
@@ -96,6 +96,7 @@ class DevicePluginCertifier:
         }
         order = {clause.id: clause for clause in DEVICE_PLUGIN_CLAUSES}
         assert set(order) == set(steps), "every clause has exactly one step"
+        refuse_live_kubelet(self.stub.socket_path)
         self.stub.start()
         try:
             if self.proc:
@@ -478,6 +479,23 @@ class DevicePluginCertifier:
         if reg.error is not None:
             raise ClauseFailed(f"the new registration was rejected: {reg.error}")
         return f"registered again {reg.at - restarted:.1f}s after kubelet.sock was re-created"
+
+
+def refuse_live_kubelet(kubelet_socket: str) -> None:
+    """Serving kubelet.sock removes every socket in the directory, as a starting kubelet does: never while a
+    real kubelet answers there (on a node, its device manager and every plugin would lose their sockets)."""
+    if not os.path.exists(kubelet_socket):
+        return
+    with grpc.insecure_channel(f"unix://{kubelet_socket}") as channel:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=1)
+        except grpc.FutureTimeoutError:
+            return  # a stale socket: nobody serves it
+    raise BadInput(
+        f"a kubelet answers on {kubelet_socket}; certifying here would remove its sockets and every plugin's",
+        "stop the kubelet first, or certify in another --socket-dir (a plugin that takes a socket directory "
+        "option, or a private mount namespace as `certify sample-device-plugin` uses)",
+    )
 
 
 def certify_device_plugin(target: DevicePluginTarget) -> Certification:
