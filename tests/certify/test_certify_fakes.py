@@ -89,3 +89,40 @@ def test_the_evidence_is_the_rpc_exchange(clean_dra_driver):
         '-> v1.DRAPlugin/NodePrepareResources [{"namespace": "ns-1", "uid": "uid-a", "name": "claim-a"}]'
     )
     assert '"cdi_device_ids": ["dra.example.com/device=uid-a-dev-0"]' in prepare.evidence[1]
+
+
+def test_a_subject_that_never_starts_fails_every_clause_at_once_with_its_exit(tmp_path, plugin_root):
+    from device_conformance.certify.device_plugin import DevicePluginTarget, certify_device_plugin
+    from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver
+
+    command = "sh -c 'echo cannot open /dev/gpu0; exit 3'"
+    (plugin_root / "dp").mkdir()
+    dp = certify_device_plugin(DevicePluginTarget(str(plugin_root / "dp"), command=command, workdir=tmp_path / "dp"))
+    assert dp.failed_ids() == [c.id for c in DEVICE_PLUGIN_CLAUSES]
+    assert dp.results[0].evidence[0] == "the subject exited (exit 3) before registering"
+    assert "  log: cannot open /dev/gpu0" in dp.results[0].evidence
+    assert sum(r.seconds for r in dp.results) < 10, "no clause waits for a subject that is gone"
+
+    dra = certify_dra_driver(
+        DraDriverTarget(str(plugin_root / "reg"), "x.example.com", command, CLAIMS, workdir=tmp_path / "dra")
+    )
+    assert dra.failed_ids() == [
+        "DRA-REG-SOCKET",
+        "DRA-REG-INFO",
+        "DRA-REG-NOTIFY",
+        "DRA-SERVICE",
+        "DRA-PREPARE",
+        "DRA-PREPARE-MULTI",
+        "DRA-UNPREPARE-UNKNOWN",
+        "DRA-RESTART",
+    ]
+    # The clauses that build on a prepared claim say which failed clause kept them from being checked.
+    assert {r.clause.id: r.message for r in dra.results if r.verdict == NOT_APPLICABLE} == {
+        "DRA-CDI-VALID": "no claim was prepared (DRA-PREPARE)",
+        "DRA-PREPARE-IDEMPOTENT": "the first prepare did not succeed (DRA-PREPARE)",
+        "DRA-UNPREPARE": "no claim was prepared (DRA-PREPARE)",
+        "DRA-CDI-REMOVED": "no claim was unprepared (DRA-UNPREPARE)",
+        "DRA-UNPREPARE-IDEMPOTENT": "the claim was not unprepared (DRA-UNPREPARE)",
+        "DRA-SLICES": "no API server in sanity mode (give --kubeconfig and --node to check ResourceSlices)",
+    }
+    assert "the subject exited (exit 3)" in dra.results[0].evidence[0]

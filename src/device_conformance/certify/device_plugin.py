@@ -43,6 +43,7 @@ from device_conformance.fakes.kubelet_stub import (
 )
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
+from device_conformance.wait.core import Abort, Pending, until
 
 API_VERSIONS = ["deviceplugin/v1beta1 (v1beta1.Registration, v1beta1.DevicePlugin)"]
 HEALTH_VALUES = ("Healthy", "Unhealthy")
@@ -124,9 +125,26 @@ class DevicePluginCertifier:
 
         return guarded
 
+    def _wait_registration(self, count: int, timeout: float) -> StubRegistration:
+        """Registration number `count` (accepted or not); gives up at once when our subject exited."""
+
+        def probe() -> StubRegistration | Pending:
+            if len(self.stub.registrations) >= count:
+                return self.stub.registrations[count - 1]
+            if self.proc and not self.proc.running():
+                raise Abort(f"the subject exited ({self.proc.exit_status()}) before registering")
+            return Pending(f"{len(self.stub.registrations)} registration(s)")
+
+        return until(probe, what=f"Register #{count} at kubelet.sock", timeout=timeout, interval=0.05, max_interval=0.2)
+
     def _first_registration(self, ev: Evidence) -> bool:
         try:
-            self.registration = self.stub.wait_for_registration(1, ok=None, timeout=limits.REGISTER_TIMEOUT)
+            self.registration = self._wait_registration(1, limits.REGISTER_TIMEOUT)
+        except Abort as exc:
+            ev.add(str(exc))
+            if self.proc:
+                ev.extend(f"  log: {line}" for line in self.proc.log_tail(10))
+            return False
         except WaitTimeout as exc:
             ev.add(str(exc))
             if self.proc:
@@ -456,8 +474,8 @@ class DevicePluginCertifier:
         count = len(self.stub.registrations)
         ev.add(f"certifier: restarting the subject ({self.proc.restart()}) for the remaining clauses")
         try:
-            self.stub.wait_for_registration(count + 1, ok=None, timeout=limits.REGISTER_TIMEOUT)
-        except WaitTimeout as exc:
+            self._wait_registration(count + 1, limits.REGISTER_TIMEOUT)
+        except (WaitTimeout, Abort) as exc:
             ev.add(f"certifier: the restarted subject did not register: {exc}")
 
     # -- kubelet restart ----------------------------------------------------------------------------------
@@ -470,7 +488,9 @@ class DevicePluginCertifier:
         restarted = time.monotonic()
         self.stub.restart()
         try:
-            reg = self.stub.wait_for_registration(count + 1, ok=None, timeout=self.t.reregister_timeout)
+            reg = self._wait_registration(count + 1, self.t.reregister_timeout)
+        except Abort as exc:
+            raise ClauseFailed(str(exc)) from exc
         except WaitTimeout as exc:
             raise ClauseFailed(
                 f"no Register within {self.t.reregister_timeout:.0f}s after kubelet.sock was re-created"

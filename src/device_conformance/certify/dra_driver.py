@@ -38,7 +38,7 @@ from device_conformance.errors import BadInput, WaitTimeout
 from device_conformance.fakes.dra_driver.kubelet_client import Claim, KubeletClient
 from device_conformance.protos.pluginregistration.v1 import api_pb2 as reg_pb2
 from device_conformance.protos.pluginregistration.v1 import api_pb2_grpc as reg_grpc
-from device_conformance.wait.core import Pending, until
+from device_conformance.wait.core import Abort, Pending, until
 
 PLUGIN_TYPE = "DRAPlugin"
 # The DRA services the kubelet speaks, preferred first (pkg/kubelet/cm/dra/plugin/dra_plugin.go).
@@ -155,7 +155,8 @@ class DraDriverCertifier:
 
         def probe() -> tuple[str, reg_pb2.PluginInfo] | Pending:
             answering: list[tuple[str, reg_pb2.PluginInfo]] = []
-            for entry in sorted(os.scandir(self.t.registry_dir), key=lambda e: e.name):
+            entries = os.scandir(self.t.registry_dir) if os.path.isdir(self.t.registry_dir) else []
+            for entry in sorted(entries, key=lambda e: e.name):
                 if entry.name.startswith(".") or not stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
                     continue
                 try:
@@ -170,12 +171,12 @@ class DraDriverCertifier:
             if len(answering) == 1 and self.proc:
                 return answering[0]
             if self.proc and not self.proc.running():
-                return Pending(f"the subject exited ({self.proc.exit_status()}); sockets {seen}")
+                raise Abort(f"the subject exited ({self.proc.exit_status()}); sockets {seen}")
             return Pending(f"sockets {seen}")
 
         try:
             return until(probe, what=f"a registration socket in {self.t.registry_dir}", timeout=limits.REGISTER_TIMEOUT)
-        except WaitTimeout as exc:
+        except (WaitTimeout, Abort) as exc:
             ev.add(str(exc))
             if self.proc:
                 ev.extend(f"  log: {line}" for line in self.proc.log_tail(10))
