@@ -72,6 +72,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sample.add_argument("--k8s-version", default=str(DEFAULT_K8S_VERSION), help="Kubernetes version (module tag)")
     sample.add_argument("--out", default="certification-sample-device-plugin", help="report folder")
     sample.set_defaults(func=_sample_device_plugin)
+    test_driver = kinds.add_parser(
+        "dra-test-driver",
+        help="build upstream's DRA test driver (kubelet-plugin) from the Go module of a Kubernetes version and "
+        "certify it (no API server: the claim clauses are NOT APPLICABLE)",
+    )
+    test_driver.add_argument("--k8s-version", default=str(DEFAULT_K8S_VERSION), help="Kubernetes version (module tag)")
+    test_driver.add_argument("--out", default="certification-dra-test-driver", help="report folder")
+    test_driver.set_defaults(func=_dra_test_driver)
     kinds.add_parser("clauses", help="print the clause catalogue (Markdown)").set_defaults(func=_clauses)
 
 
@@ -150,3 +158,26 @@ def _clauses(_: argparse.Namespace) -> int:
 
     sys.stdout.write(markdown())
     return 0
+
+
+def _dra_test_driver(args: argparse.Namespace) -> int:
+    from device_conformance.certify import upstream
+    from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver
+
+    version = KubeVersion.parse(args.k8s_version)
+    binary = upstream.build_dra_test_driver(version, lambda line: print(line, file=sys.stderr))
+    workdir = _workdir(args.out)
+    root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: sockets live there
+    try:
+        target = DraDriverTarget(
+            registry_dir=str(root / "registry"),
+            driver=upstream.DRA_TEST_DRIVER_NAME,
+            command=upstream.dra_test_driver_command(binary, root),
+            cdi_dir=str(root / "cdi"),
+            name=f"upstream DRA test driver kubelet-plugin ({upstream.DRA_TEST_DRIVER})",
+            version=version.tag,
+            workdir=workdir,
+        )
+        return _finish(certify_dra_driver(target), args.out)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
