@@ -71,9 +71,13 @@ def build_upstream(version: KubeVersion, package: str, progress: Callable[[str],
 
 
 def sample_device_plugin_command(binary: Path, kubelet_root: Path) -> str:
-    """Run the sample with `kubelet_root` mounted over /var/lib/kubelet in its own mount namespace (root only):
-    the certifier serves kubelet_root/device-plugins/kubelet.sock, the sample sees its fixed path."""
-    inner = f"mount --bind {shlex.quote(str(kubelet_root))} {KUBELET_ROOT} && exec {shlex.quote(str(binary))}"
+    """Run the sample with `kubelet_root` mounted at /var/lib/kubelet in its own mount namespace (root only):
+    the certifier serves kubelet_root/device-plugins/kubelet.sock, the sample sees its fixed path. A tmpfs over
+    /var/lib gives the mount point without creating /var/lib/kubelet on the host (nor hiding a real one there
+    from anyone but the sample)."""
+    bind = f"mount --bind {shlex.quote(str(kubelet_root))} {KUBELET_ROOT}"
+    mounts = f"mount -t tmpfs certify /var/lib && mkdir {KUBELET_ROOT} && {bind}"
+    inner = f"{mounts} && exec {shlex.quote(str(binary))}"
     return f"unshare --mount --propagation private sh -c {shlex.quote(inner)}"
 
 
