@@ -33,16 +33,19 @@ def run_device_plugin(defects=(), **overrides):
     root = _short_dir("cdp-")
     try:
         (root / "dp").mkdir()
+        settings = {
+            "resource_name": RESOURCE,
+            "devices": [DeviceConfig("dev-1", numa_nodes=[0]), DeviceConfig("dev-2"), DeviceConfig("dev-3")],
+            "options": OptionsConfig(pre_start_required=True, get_preferred_allocation_available=True),
+            **overrides,
+        }
         config = DevicePluginConfig(
-            resource_name=RESOURCE,
             socket_dir=str(root / "dp"),
             socket_name="fake.sock",
-            devices=[DeviceConfig("dev-1", numa_nodes=[0]), DeviceConfig("dev-2"), DeviceConfig("dev-3")],
-            options=OptionsConfig(pre_start_required=True, get_preferred_allocation_available=True),
             control_socket=str(root / "ctl.sock"),
             call_log=str(root / "calls.jsonl"),
             defects=list(defects),
-            **overrides,
+            **settings,
         )
         config.save(root / "config.json")
         target = DevicePluginTarget(

@@ -6,6 +6,7 @@ from certify_subjects import CLAIMS, run_device_plugin, run_dra_driver
 
 from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES, DRA_DRIVER_CLAUSES
 from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS
+from device_conformance.fakes.device_plugin import DeviceConfig
 
 
 def verdicts(cert):
@@ -31,6 +32,19 @@ DEVICE_PLUGIN_DEFECTS = [
     ({"defects": ["allocate-crash-on-unknown-id"]}, "DP-ALLOC-UNKNOWN", "no answer (connection lost"),
     ({"defects": ["preferred-ignores-must-include"]}, "DP-PREFERRED", "must-include ['dev-3'] missing"),
     ({"auto_reregister": False}, "DP-REREGISTER", "no Register within 8s after kubelet.sock was re-created"),
+    # Contract breaches the fake's ordinary settings can express:
+    ({"api_version": "v1alpha"}, "DP-REG-VERSION", "version 'v1alpha'; the kubelet supports ['v1beta1']"),
+    ({"resource_name": "example.com/other"}, "DP-REG-RESOURCE", "registered 'example.com/other', expected"),
+    (
+        {"devices": [DeviceConfig("dev-1", numa_nodes=[0, -1]), DeviceConfig("dev-2"), DeviceConfig("dev-3")]},
+        "DP-LAW-TOPOLOGY",
+        "device 'dev-1' has NUMA nodes [0, -1]",
+    ),
+    (
+        {"devices": [DeviceConfig("dev-1", numa_nodes=[0]), DeviceConfig("dev-2"), DeviceConfig("dev-3", "Sick")]},
+        "DP-LAW-HEALTH",
+        "health values {'dev-3': 'Sick'}",
+    ),
 ]
 
 
@@ -38,6 +52,7 @@ DEVICE_PLUGIN_DEFECTS = [
     "overrides,clause,finding", DEVICE_PLUGIN_DEFECTS, ids=[c for _, c, _ in DEVICE_PLUGIN_DEFECTS]
 )
 def test_each_device_plugin_defect_fails_exactly_its_clause(overrides, clause, finding):
+    """A defect mode, or a breach the fake's settings express; DP-LAW-TOPOLOGY stays applicable throughout."""
     overrides = dict(overrides)
     cert = run_device_plugin(overrides.pop("defects", ()), **overrides)
     assert cert.failed_ids() == [clause], [(r.clause.id, r.message) for r in cert.results if r.verdict == FAIL]

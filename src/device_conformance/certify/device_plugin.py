@@ -496,8 +496,10 @@ class DevicePluginCertifier:
                 f"no Register within {self.t.reregister_timeout:.0f}s after kubelet.sock was re-created"
             ) from exc
         self._show_registration(ev, reg)
-        if reg.error is not None:
-            raise ClauseFailed(f"the new registration was rejected: {reg.error}")
+        # A rejection for the Register fields is those clauses' verdict (DP-REG-*); one for an endpoint the
+        # kubelet cannot dial or ask for options means the plugin did not come back.
+        if reg.error and reg.error.startswith(("failed to dial", "failed to get device plugin options")):
+            raise ClauseFailed(f"registered again, but the kubelet could not reach the plugin: {reg.error}")
         return f"registered again {reg.at - restarted:.1f}s after kubelet.sock was re-created"
 
 
