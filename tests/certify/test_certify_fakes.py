@@ -31,6 +31,9 @@ DEVICE_PLUGIN_DEFECTS = [
     ({"defects": ["unstable-device-ids"]}, "DP-LAW-STABLE", "a second stream ['dev-1-r2', 'dev-2-r2', 'dev-3-r2']"),
     ({"defects": ["allocate-crash-on-unknown-id"]}, "DP-ALLOC-UNKNOWN", "no answer (connection lost"),
     ({"defects": ["preferred-ignores-must-include"]}, "DP-PREFERRED", "must-include ['dev-3'] missing"),
+    ({"defects": ["allocate-first-container-only"]}, "DP-ALLOC-MULTI", "1 container responses for 2 container"),
+    ({"defects": ["register-without-options"]}, "DP-OPTIONS", "differs from Register's {}"),
+    ({"defects": ["prestart-error"]}, "DP-PRESTART", "failed: INTERNAL: PreStartContainer failed"),
     ({"auto_reregister": False}, "DP-REREGISTER", "no Register within 8s after kubelet.sock was re-created"),
     # Contract breaches the fake's ordinary settings can express:
     ({"api_version": "v1alpha"}, "DP-REG-VERSION", "version 'v1alpha'; the kubelet supports ['v1beta1']"),

@@ -61,12 +61,18 @@ class DeviceSpecConfig:
 #       like a Go panic) instead of answering an error.
 #   preferred-ignores-must-include: GetPreferredAllocation returns the first available IDs, ignoring
 #       must_include_deviceIDs.
+#   allocate-first-container-only: an Allocate with several container requests is answered for the first.
+#   register-without-options: RegisterRequest carries no options (GetDevicePluginOptions still answers them).
+#   prestart-error: PreStartContainer fails.
 # (No re-registration after a kubelet restart is auto_reregister=False.)
 DEFECTS = (
     "duplicate-device-ids",
     "unstable-device-ids",
     "allocate-crash-on-unknown-id",
     "preferred-ignores-must-include",
+    "allocate-first-container-only",
+    "register-without-options",
+    "prestart-error",
 )
 
 # The fields of a ContainerAllocateResponse, by the names AllocateConfig.drop takes.

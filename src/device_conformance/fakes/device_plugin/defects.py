@@ -38,3 +38,9 @@ def _first_available(available: Sequence[str], must_include: Sequence[str], size
 
 def preferred(config: DevicePluginConfig) -> Callable[[Sequence[str], Sequence[str], int], list[str]]:
     return _first_available if "preferred-ignores-must-include" in config.defects else kubelet_order
+
+
+def answered_containers(
+    config: DevicePluginConfig, requests: list[pb.ContainerAllocateRequest]
+) -> list[pb.ContainerAllocateRequest]:
+    return requests[:1] if "allocate-first-container-only" in config.defects else requests

@@ -70,10 +70,10 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         def answer() -> pb.AllocateResponse:
             defects.crash_on_unknown_ids(self._config, self._state.devices(), request)
             resource = self._config.resource_name
+            requests = defects.answered_containers(self._config, list(request.container_requests))
             return pb.AllocateResponse(
                 container_responses=[
-                    container_response(self._config.allocate, list(r.devices_ids), resource)
-                    for r in request.container_requests
+                    container_response(self._config.allocate, list(r.devices_ids), resource) for r in requests
                 ]
             )
 
@@ -82,6 +82,8 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
     def PreStartContainer(
         self, request: pb.PreStartContainerRequest, context: grpc.ServicerContext
     ) -> pb.PreStartContainerResponse:
+        if "prestart-error" in self._config.defects:
+            context.abort(grpc.StatusCode.INTERNAL, "PreStartContainer failed (defect prestart-error)")
         return self._unary("PreStartContainer", request, context, pb.PreStartContainerResponse)
 
     def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:
