@@ -73,6 +73,7 @@ DRA_DEFECTS = [
     ("prepare-all-or-nothing", "DRA-PREPARE-MULTI", "NodePrepareResources failed as a whole: INTERNAL"),
     ("unprepare-keeps-cdi", "DRA-CDI-REMOVED", "still defined after unprepare"),
     ("unprepare-unknown-claim-error", "DRA-UNPREPARE-UNKNOWN", "was never prepared here"),
+    ("unprepare-rejects-repeat", "DRA-UNPREPARE-IDEMPOTENT", "second unprepare of uid-a: claim uid-a is not prepared"),
     ("cdi-invalid-version", "DRA-CDI-VALID", "cdiVersion '0.0.0-defect' is not a released CDI version"),
     ("restart-renames-cdi-devices", "DRA-RESTART", "after the restart prepare gave"),
 ]

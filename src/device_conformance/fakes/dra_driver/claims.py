@@ -91,6 +91,8 @@ class ClaimPreparer:
         defects = self._config.defects
         if "unprepare-unknown-claim-error" in defects and uid not in self._ever:
             raise ClaimError(f"claim {uid} was never prepared here (defect unprepare-unknown-claim-error)")
+        if "unprepare-rejects-repeat" in defects and uid in self._ever and uid not in self._held:
+            raise ClaimError(f"claim {uid} is not prepared (defect unprepare-rejects-repeat)")
         self._held.discard(uid)
         if self._config.cdi_dir and "unprepare-keeps-cdi" not in defects:
             cdi.remove_spec(cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid))

@@ -24,6 +24,7 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 #   prepare-all-or-nothing: one failing claim fails the whole NodePrepareResources call (gRPC error).
 #   unprepare-keeps-cdi: NodeUnprepareResources leaves the claim's CDI spec file behind.
 #   unprepare-unknown-claim-error: unpreparing a claim this process never prepared fails.
+#   unprepare-rejects-repeat: unpreparing a claim this process prepared and already unprepared fails.
 #   cdi-invalid-version: the CDI spec files carry a cdiVersion no CDI release has.
 #   restart-renames-cdi-devices: CDI device names carry the process ID and claims prepared before a restart
 #       are prepared afresh, so the kubelet's recorded CDI IDs no longer match after a driver restart.
@@ -34,6 +35,7 @@ DEFECTS = (
     "prepare-all-or-nothing",
     "unprepare-keeps-cdi",
     "unprepare-unknown-claim-error",
+    "unprepare-rejects-repeat",
     "cdi-invalid-version",
     "restart-renames-cdi-devices",
 )
