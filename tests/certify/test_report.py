@@ -105,6 +105,7 @@ def test_report_html_renders_in_headless_chromium(tmp_path, clean_device_plugin)
     assert dom.count('class="verdict PASS"') == 2  # row badge and section badge
     assert dom.count('class="verdict FAIL"') == 2 and dom.count('class="verdict NA"') == 2
     assert 'id="result">FAILED<' in dom
+    assert dom.count("<details open") == 1, "the failed clause's evidence is shown unfolded, the others folded"
 
     shot = tmp_path / "report.png"
     render(browser, html_path, tmp_path, "--window-size=1200,900", f"--screenshot={shot}")

@@ -1,5 +1,5 @@
 """report.html: one self-contained page (inline CSS, no script, no external resource), so it can be
-mailed or attached as it is. Evidence folds out per clause."""
+mailed or attached as it is. Evidence folds out per clause, and is shown unfolded for a failed one."""
 
 from __future__ import annotations
 
@@ -53,7 +53,8 @@ def render(cert: Certification) -> str:
         f'</h3><p>{escape(r.clause.rule)}</p><p class="source">Source: {escape(r.clause.source)}</p>'
         f"<p>Finding: {escape(r.message)}</p>"
         + (
-            f"<details><summary>Evidence ({len(r.evidence)} line(s))</summary><pre>{escape(chr(10).join(r.evidence))}"
+            f"<details{' open' if r.verdict == FAIL else ''}><summary>Evidence ({len(r.evidence)} line(s))</summary>"
+            f"<pre>{escape(chr(10).join(r.evidence))}"
             "</pre></details>"
             if r.evidence
             else ""
