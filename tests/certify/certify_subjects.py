@@ -16,6 +16,9 @@ from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
 RESOURCE = "example.com/dev"
 DRIVER = "dra.example.com"
 CLAIMS = [("ns-1", "uid-a", "claim-a"), ("ns-1", "uid-b", "claim-b")]
+# What the scheduler would have allocated: claim A both devices, claim B one (the fake reads this from its state
+# file; the certifier is told through DraDriverTarget.allocated, as --claims' `devices`).
+ALLOCATED = {"uid-a": ["dev-0", "dev-1"], "uid-b": ["dev-1"]}
 # Long enough for the fake (it re-registers within ~0.2 s) on a loaded 2-core machine; the CLI default is 30 s.
 REREGISTER_TIMEOUT = 8.0
 
@@ -63,7 +66,7 @@ def run_device_plugin(defects=(), **overrides):
 
 
 def run_dra_driver(defects=(), claims=CLAIMS):
-    """Certify the fake DRA driver (two devices, claims A and B allocated through its state file)."""
+    """Certify the fake DRA driver (two devices, claims A and B allocated as ALLOCATED through its state file)."""
     root = _short_dir("cdra-")
     try:
         config = DriverConfig(
@@ -79,8 +82,8 @@ def run_dra_driver(defects=(), claims=CLAIMS):
             defects=list(defects),
         )
         allocations = {
-            uid: {"namespace": ns, "name": name, "results": [{"device": f"dev-{n}", "request": "gpu"}]}
-            for n, (ns, uid, name) in enumerate(CLAIMS)
+            uid: {"namespace": ns, "name": name, "results": [{"device": d, "request": "gpu"} for d in ALLOCATED[uid]]}
+            for ns, uid, name in CLAIMS
         }
         (root / "state.json").write_text(json.dumps({"allocations": allocations}))
         (root / "config.json").write_text(config.to_json())
@@ -89,6 +92,7 @@ def run_dra_driver(defects=(), claims=CLAIMS):
             driver=DRIVER,
             command=fake_command("dra_driver", root / "config.json"),
             claims=list(claims),
+            allocated=ALLOCATED,
             cdi_dir=str(root / "cdi"),
             name="fake DRA driver",
             version="test",

@@ -49,7 +49,8 @@ def test_dra_driver_verb_passes_the_fake_driver(tmp_path, plugin_root):
     }
     (tmp_path / "state.json").write_text(json.dumps({"allocations": allocations}))
     (tmp_path / "config.json").write_text(config.to_json())
-    (tmp_path / "claims.yaml").write_text(json.dumps([{"namespace": n, "uid": u, "name": m} for n, u, m in CLAIMS]))
+    claims = [{"namespace": n, "uid": u, "name": m, "devices": [f"dev-{i}"]} for i, (n, u, m) in enumerate(CLAIMS)]
+    (tmp_path / "claims.yaml").write_text(json.dumps(claims))
     argv = ["certify", "dra-driver", "--registry-dir", str(plugin_root / "registry"), "--driver", DRIVER]
     argv += ["--claims", str(tmp_path / "claims.yaml"), "--cdi-dir", str(tmp_path / "cdi")]
     argv += ["--command", fake_command("dra_driver", tmp_path / "config.json"), "--out", str(tmp_path / "out")]

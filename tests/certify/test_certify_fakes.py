@@ -76,6 +76,7 @@ DRA_DEFECTS = [
     ("unprepare-rejects-repeat", "DRA-UNPREPARE-IDEMPOTENT", "second unprepare of uid-a: claim uid-a is not prepared"),
     ("cdi-invalid-version", "DRA-CDI-VALID", "cdiVersion '0.0.0-defect' is not a released CDI version"),
     ("restart-renames-cdi-devices", "DRA-RESTART", "after the restart prepare gave"),
+    ("prepare-first-device-only", "DRA-PREPARE", "prepared devices ['dev-0'], the allocation has ['dev-0', 'dev-1']"),
 ]
 
 

@@ -52,6 +52,8 @@ class DraDriverTarget:
     driver: str
     command: str | None = None
     claims: list[Claim] = field(default_factory=list)
+    # Claim UID -> the device names its allocation has (optional, from --claims): prepare must answer those.
+    allocated: dict[str, list[str]] = field(default_factory=dict)
     cdi_dir: str = "/var/run/cdi"
     kubeconfig: str | None = None
     node_name: str | None = None
@@ -60,16 +62,18 @@ class DraDriverTarget:
     workdir: Path = Path(".")
 
 
-def load_claims(path: str) -> list[Claim]:
-    """--claims FILE: a JSON or YAML list of {namespace, name, uid}."""
+def load_claims(path: str) -> tuple[list[Claim], dict[str, list[str]]]:
+    """--claims FILE: a JSON or YAML list of {namespace, name, uid[, devices]}; `devices`, the device names the
+    claim's allocation has for this driver, lets DRA-PREPARE check that all of them are prepared."""
     import yaml
 
     try:
         data = yaml.safe_load(Path(path).read_text())
         claims = [(c["namespace"], c["uid"], c["name"]) for c in data]
-    except (OSError, yaml.YAMLError, TypeError, KeyError) as exc:
-        raise BadInput(f"--claims {path}: {exc}", "give a list of {namespace, name, uid} objects") from exc
-    return claims
+        allocated = {c["uid"]: [str(d) for d in c["devices"]] for c in data if c.get("devices")}
+    except (OSError, yaml.YAMLError, TypeError, KeyError, AttributeError) as exc:
+        raise BadInput(f"--claims {path}: {exc}", "give a list of {namespace, name, uid[, devices]} objects") from exc
+    return claims, allocated
 
 
 def _devices(result: Any) -> list[dict[str, Any]]:
@@ -308,6 +312,12 @@ class DraDriverCertifier:
         claim = self._claim(0)
         devices = self._prepared_ok(self._call(ev, "NodePrepareResources", [claim]), claim)
         self.prepared[claim[1]] = devices
+        expected = self.t.allocated.get(claim[1])
+        if expected is not None:
+            got = sorted(d.get("device_name", "") for d in devices)
+            ev.add(f"allocated devices (--claims): {sorted(expected)}")
+            if got != sorted(expected):
+                raise ClauseFailed(f"prepared devices {got}, the allocation has {sorted(expected)}")
         return f"claim {claim[0]}/{claim[2]}: {len(devices)} device(s)"
 
     def _cdi_ids(self, uids: list[str]) -> list[str]:

@@ -57,8 +57,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dra.add_argument("--driver", required=True, help="the DRA driver name, e.g. gpu.example.com")
     dra.add_argument(
         "--claims",
-        help="JSON/YAML list of {namespace, name, uid}: claims allocated to this node that the driver can prepare "
-        "(two for every clause); without it the prepare clauses are NOT APPLICABLE",
+        help="JSON/YAML list of {namespace, name, uid[, devices]}: claims allocated to this node that the driver can "
+        "prepare (two for every clause; `devices`: the allocated device names, checked on prepare); without it the "
+        "prepare clauses are NOT APPLICABLE",
     )
     dra.add_argument("--cdi-dir", default="/var/run/cdi", help="where the driver writes CDI specs (/var/run/cdi)")
     dra.add_argument("--kubeconfig", help="an API server to read the driver's ResourceSlices from")
@@ -123,11 +124,13 @@ def _dra_driver(args: argparse.Namespace) -> int:
     _quiet_grpc()
     from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver, load_claims
 
+    claims, allocated = load_claims(args.claims) if args.claims else ([], {})
     target = DraDriverTarget(
         registry_dir=args.registry_dir,
         driver=args.driver,
         command=args.command,
-        claims=load_claims(args.claims) if args.claims else [],
+        claims=claims,
+        allocated=allocated,
         cdi_dir=args.cdi_dir,
         kubeconfig=args.kubeconfig,
         node_name=args.node,
