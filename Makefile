@@ -11,7 +11,7 @@ K8S_SOURCE ?=
 PYTEST_ARGS ?=
 K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE))
 
-.PHONY: venv lock test test-fast e2e bench matrix lint protos setup cleanup
+.PHONY: venv lock test test-fast e2e bench matrix lint protos setup cleanup chromium
 
 venv: $(VENV)/.installed
 
@@ -67,3 +67,9 @@ matrix: venv
 # Tear down clusters left by crashed or interrupted runs.
 cleanup: venv
 	$(BIN)/device-conformance cluster cleanup
+
+# Headless Chromium for the report.html rendering test (tests/certify/test_report.py skips without it);
+# installed from Debian only when missing.
+chromium:
+	@command -v chromium >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium fonts-dejavu-core; }
+	@chromium --version

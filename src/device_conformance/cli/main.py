@@ -19,6 +19,7 @@ VERB_MODULES = [
     "device_conformance.cli.matrix",
     "device_conformance.cli.reproduce",
     "device_conformance.cli.bisect",
+    "device_conformance.cli.certify",
 ]
 
 

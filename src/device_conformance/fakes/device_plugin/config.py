@@ -53,6 +53,28 @@ class DeviceSpecConfig:
     permissions: str = "rw"
 
 
+# Defective-vendor modes of the whole plugin (DevicePluginConfig.defects), one contract violation each, so
+# `device-conformance certify device-plugin` can be shown to fail exactly that clause:
+#   duplicate-device-ids: every ListAndWatch response lists the first device twice.
+#   unstable-device-ids: every ListAndWatch stream after the first renames the devices ("<id>-r<n>").
+#   allocate-crash-on-unknown-id: Allocate for an ID the plugin does not advertise kills the process (exit 2,
+#       like a Go panic) instead of answering an error.
+#   preferred-ignores-must-include: GetPreferredAllocation returns the first available IDs, ignoring
+#       must_include_deviceIDs.
+#   allocate-first-container-only: an Allocate with several container requests is answered for the first.
+#   register-without-options: RegisterRequest carries no options (GetDevicePluginOptions still answers them).
+#   prestart-error: PreStartContainer fails.
+# (No re-registration after a kubelet restart is auto_reregister=False.)
+DEFECTS = (
+    "duplicate-device-ids",
+    "unstable-device-ids",
+    "allocate-crash-on-unknown-id",
+    "preferred-ignores-must-include",
+    "allocate-first-container-only",
+    "register-without-options",
+    "prestart-error",
+)
+
 # The fields of a ContainerAllocateResponse, by the names AllocateConfig.drop takes.
 RESPONSE_FIELDS = ("envs", "mounts", "devices", "annotations", "cdi_devices")
 
@@ -128,6 +150,13 @@ class DevicePluginConfig:
     # "{resource}={id}". Empty: no spec.
     cdi_dir: str = ""
     cdi_kind: str = ""
+    # Names from DEFECTS; empty for a plugin that keeps the contract.
+    defects: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.defects) - set(DEFECTS))
+        if unknown:
+            raise ValueError(f"DevicePluginConfig.defects: unknown {unknown}; use some of {DEFECTS}")
 
     @property
     def cdi_spec_kind(self) -> str:

@@ -28,9 +28,8 @@ def register(
 ) -> Call:
     """Register once, synchronously. The kubelet dials our socket back inside this call, so we must
     already be serving. Failures are recorded, not raised: tests assert on the kubelet's error text."""
-    request = pb.RegisterRequest(
-        version=version, endpoint=socket_name, resource_name=resource_name, options=options_message(config)
-    )
+    options = pb.DevicePluginOptions() if "register-without-options" in config.defects else options_message(config)
+    request = pb.RegisterRequest(version=version, endpoint=socket_name, resource_name=resource_name, options=options)
     call = log.start("Register", to_dict(request), service=SERVICE, kind=REGISTER, socket=socket_name)
     try:
         with grpc.insecure_channel(f"unix://{config.kubelet_socket_path}") as channel:

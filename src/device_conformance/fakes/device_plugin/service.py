@@ -11,7 +11,8 @@ from google.protobuf.message import Message
 from device_conformance.fakes.common.calls import STREAM_SEND, CallLog
 from device_conformance.fakes.common.faults import Faults
 from device_conformance.fakes.common.rpc import Served, end_call, to_dict
-from device_conformance.fakes.device_plugin.allocate import container_response, preferred
+from device_conformance.fakes.device_plugin import defects
+from device_conformance.fakes.device_plugin.allocate import container_response
 from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig
 from device_conformance.fakes.device_plugin.state import DeviceState
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
@@ -43,6 +44,7 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         self._config, self._state, self._log = config, state, log
         self._socket = socket_name
         self._rpc = Served(log, faults, SERVICE, socket_name)
+        self._streams_opened = 0
 
     def GetDevicePluginOptions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.DevicePluginOptions:
         return self._unary("GetDevicePluginOptions", request, context, lambda: options_message(self._config))
@@ -54,7 +56,9 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
             return pb.PreferredAllocationResponse(
                 container_responses=[
                     pb.ContainerPreferredAllocationResponse(
-                        deviceIDs=preferred(r.available_deviceIDs, r.must_include_deviceIDs, r.allocation_size)
+                        deviceIDs=defects.preferred(self._config)(
+                            r.available_deviceIDs, r.must_include_deviceIDs, r.allocation_size
+                        )
                     )
                     for r in request.container_requests
                 ]
@@ -64,11 +68,12 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
 
     def Allocate(self, request: pb.AllocateRequest, context: grpc.ServicerContext) -> pb.AllocateResponse:
         def answer() -> pb.AllocateResponse:
+            defects.crash_on_unknown_ids(self._config, self._state.devices(), request)
             resource = self._config.resource_name
+            requests = defects.answered_containers(self._config, list(request.container_requests))
             return pb.AllocateResponse(
                 container_responses=[
-                    container_response(self._config.allocate, list(r.devices_ids), resource)
-                    for r in request.container_requests
+                    container_response(self._config.allocate, list(r.devices_ids), resource) for r in requests
                 ]
             )
 
@@ -77,6 +82,8 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
     def PreStartContainer(
         self, request: pb.PreStartContainerRequest, context: grpc.ServicerContext
     ) -> pb.PreStartContainerResponse:
+        if "prestart-error" in self._config.defects:
+            context.abort(grpc.StatusCode.INTERNAL, "PreStartContainer failed (defect prestart-error)")
         return self._unary("PreStartContainer", request, context, pb.PreStartContainerResponse)
 
     def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:
@@ -84,6 +91,8 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         cancelled = self._cancel_event(context)
         self._rpc.admit(call, context)
         generation = self._state.open_stream()
+        self._streams_opened += 1
+        stream_number = self._streams_opened
         sent, version = 0, -1
         try:
             while True:
@@ -96,7 +105,8 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
                         end_call(self._log, call, context, update.error)
                     self._log.finish(call, response={"sent": sent})
                     return
-                response = pb.ListAndWatchResponse(devices=[to_device(d) for d in update.devices])
+                listed = defects.listed(self._config, update.devices, stream_number)
+                response = pb.ListAndWatchResponse(devices=[to_device(d) for d in listed])
                 # Logged before the yield: the generator resumes only when gRPC wants the next message,
                 # which can be after the kubelet already acted on this one.
                 self._log.event(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from device_conformance.fakes.dra_driver import cdi
-from device_conformance.fakes.dra_driver.config import DriverConfig
+from device_conformance.fakes.dra_driver.config import INVALID_CDI_VERSION, DriverConfig
 from device_conformance.fakes.dra_driver.kubeapi import KubeApi
 from device_conformance.fakes.dra_driver.state import DriverState
 
@@ -31,11 +32,28 @@ class ClaimPreparer:
         self._config = config
         self._state = state
         self._kube = kube
+        # This process's own bookkeeping, for the defects that depend on it (lost on restart, on purpose).
+        self._held: set[str] = set()
+        self._ever: set[str] = set()
 
     def prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
         """Devices for the response; idempotent like a real driver (the kubelet retries). The configured
         defects (config.DEFECTS) change only the answer, not what the driver records as prepared."""
-        return self._defective(self._prepare(namespace, uid, name))
+        if "prepare-rejects-repeat" in self._config.defects and uid in self._held:
+            raise ClaimError(f"ResourceClaim {namespace}/{name} is already prepared (defect prepare-rejects-repeat)")
+        devices = self._defective(self._prepare(namespace, uid, name))
+        self._held.add(uid)
+        self._ever.add(uid)
+        return devices
+
+    def _cdi_device(self, device: str) -> str:
+        if "restart-renames-cdi-devices" in self._config.defects:
+            return f"{device}-{os.getpid()}"
+        return device
+
+    @property
+    def defects(self) -> list[str]:
+        return self._config.defects
 
     def _defective(self, devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
         defects = self._config.defects
@@ -47,6 +65,8 @@ class ClaimPreparer:
 
     def _prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
         known = self._state.get_prepared(uid)
+        if "restart-renames-cdi-devices" in self._config.defects and uid not in self._ever:
+            known = None  # forgets what a predecessor prepared
         if known is not None:
             return known["devices"]
         results = self._results(namespace, uid, name)
@@ -58,14 +78,23 @@ class ClaimPreparer:
         spec_file = None
         if self._config.cdi_dir:
             spec_file = cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid)
-            names = list(dict.fromkeys(r["device"] for r in results))
-            cdi.write_spec(spec_file, cdi.build_spec(self._config.cdi, namespace, name, uid, names))
+            names = list(dict.fromkeys(self._cdi_device(r["device"]) for r in results))
+            spec = cdi.build_spec(self._config.cdi, namespace, name, uid, names)
+            if "cdi-invalid-version" in self._config.defects:
+                spec["cdiVersion"] = INVALID_CDI_VERSION
+            cdi.write_spec(spec_file, spec)
         self._state.set_prepared(uid, {"namespace": namespace, "name": name, "devices": devices, "cdi_spec": spec_file})
         return devices
 
     def unprepare(self, uid: str) -> None:
         """Unknown claims succeed: after a restart without state the kubelet must still get through."""
-        if self._config.cdi_dir:
+        defects = self._config.defects
+        if "unprepare-unknown-claim-error" in defects and uid not in self._ever:
+            raise ClaimError(f"claim {uid} was never prepared here (defect unprepare-unknown-claim-error)")
+        if "unprepare-rejects-repeat" in defects and uid in self._ever and uid not in self._held:
+            raise ClaimError(f"claim {uid} is not prepared (defect unprepare-rejects-repeat)")
+        self._held.discard(uid)
+        if self._config.cdi_dir and "unprepare-keeps-cdi" not in defects:
             cdi.remove_spec(cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid))
         self._state.drop_prepared(uid)
 
@@ -91,7 +120,9 @@ class ClaimPreparer:
             "request_names": [request] if request else [],
             "pool_name": result.get("pool") or self._config.pool,
             "device_name": device,
-            "cdi_device_ids": [cdi.qualified_name(self._config.cdi, uid, device)] if self._config.cdi_dir else [],
+            "cdi_device_ids": [cdi.qualified_name(self._config.cdi, uid, self._cdi_device(device))]
+            if self._config.cdi_dir
+            else [],
         }
         if result.get("shareID"):
             entry["share_id"] = result["shareID"]

@@ -18,7 +18,28 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 #   prepare-without-cdi: NodePrepareResources answers every device without CDI device IDs (the spec file is
 #       still written), so the kubelet hands no CDI device to the runtime and the container sees nothing.
 #   prepare-first-device-only: a claim with several devices is answered with its first device only.
-DEFECTS = ("prepare-without-cdi", "prepare-first-device-only")
+# And the ones `device-conformance certify dra-driver` must catch, one clause each:
+#   prepare-rejects-repeat: preparing a claim this process holds prepared again fails in the claim's error
+#       ("already prepared"); the in-memory bookkeeping behind it is lost on restart (dra-driver-cpu#175).
+#   prepare-all-or-nothing: one failing claim fails the whole NodePrepareResources call (gRPC error).
+#   unprepare-keeps-cdi: NodeUnprepareResources leaves the claim's CDI spec file behind.
+#   unprepare-unknown-claim-error: unpreparing a claim this process never prepared fails.
+#   unprepare-rejects-repeat: unpreparing a claim this process prepared and already unprepared fails.
+#   cdi-invalid-version: the CDI spec files carry a cdiVersion no CDI release has.
+#   restart-renames-cdi-devices: CDI device names carry the process ID and claims prepared before a restart
+#       are prepared afresh, so the kubelet's recorded CDI IDs no longer match after a driver restart.
+DEFECTS = (
+    "prepare-without-cdi",
+    "prepare-first-device-only",
+    "prepare-rejects-repeat",
+    "prepare-all-or-nothing",
+    "unprepare-keeps-cdi",
+    "unprepare-unknown-claim-error",
+    "unprepare-rejects-repeat",
+    "cdi-invalid-version",
+    "restart-renames-cdi-devices",
+)
+INVALID_CDI_VERSION = "0.0.0-defect"
 HEALTH_SERVICE_TOKEN = "v1alpha1.DRAResourceHealth"
 
 

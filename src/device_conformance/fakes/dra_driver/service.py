@@ -35,7 +35,11 @@ class DraServicer:
         self._rpc = Served(calls, faults, self._service, socket)
 
     def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._serve("NodePrepareResources", request, context, self._prepare)
+        response = self._serve("NodePrepareResources", request, context, self._prepare)
+        failed = sorted(uid for uid, result in response.claims.items() if result.error)
+        if failed and "prepare-all-or-nothing" in self._preparer.defects:
+            context.abort(grpc.StatusCode.INTERNAL, f"claims {failed} failed (defect prepare-all-or-nothing)")
+        return response
 
     def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._serve("NodeUnprepareResources", request, context, self._unprepare)
@@ -68,7 +72,10 @@ class DraServicer:
             if claim.uid in claim_errors:
                 entry.error = claim_errors[claim.uid]
                 continue
-            self._preparer.unprepare(claim.uid)
+            try:
+                self._preparer.unprepare(claim.uid)
+            except ClaimError as exc:
+                entry.error = str(exc)
         return response
 
 

@@ -1,0 +1,252 @@
+"""The contract, clause by clause: each has an ID, a one-line rule and the upstream source it comes from.
+
+Sources are upstream files (kubernetes/kubernetes at the version under test) or specs; the rules
+paraphrase them. A clause is checked by exactly one step of device_plugin.py or dra_driver.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DP_API = "staging/src/k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto"
+DP_CONSTANTS = "staging/src/k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/constants.go"
+DP_SERVER = "pkg/kubelet/cm/devicemanager/plugin/v1beta1/server.go"
+DP_HANDLER = "pkg/kubelet/cm/devicemanager/plugin/v1beta1/handler.go"
+DP_MANAGER = "pkg/kubelet/cm/devicemanager/manager.go"
+REG_API = "staging/src/k8s.io/kubelet/pkg/apis/pluginregistration/v1/api.proto"
+REG_GENERATOR = "pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go"
+DRA_API = "staging/src/k8s.io/kubelet/pkg/apis/dra/v1/api.proto"
+DRA_REGISTRATION = "pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go (ValidatePlugin) and dra_plugin.go"
+DRA_MANAGER = "pkg/kubelet/cm/dra/manager.go"
+DRA_KEP = "KEP-4381 (DRA structured parameters)"
+CDI_SPEC = "CDI specification v0.6+ (cncf-tags/container-device-interface SPEC.md)"
+SLICE_TYPES = "staging/src/k8s.io/api/resource/v1/types.go (ResourceSlice) and pkg/apis/resource/validation"
+
+
+@dataclass(frozen=True)
+class Clause:
+    id: str
+    title: str
+    rule: str
+    source: str
+
+
+DEVICE_PLUGIN_CLAUSES: tuple[Clause, ...] = (
+    Clause(
+        "DP-REG-VERSION",
+        "Register: API version",
+        'RegisterRequest.version is "v1beta1", the only version the kubelet supports.',
+        f"{DP_CONSTANTS} (Version); {DP_SERVER} (Register: isVersionCompatibleWithPlugin, errUnsupportedVersion)",
+    ),
+    Clause(
+        "DP-REG-ENDPOINT",
+        "Register: endpoint",
+        "RegisterRequest.endpoint is a socket file name inside the device plugin directory, served before "
+        "Register is sent (the kubelet dials it back during Register).",
+        f"{DP_API} (RegisterRequest.endpoint); {DP_SERVER} (Register dials socketDir/endpoint); {DP_HANDLER}",
+    ),
+    Clause(
+        "DP-REG-RESOURCE",
+        "Register: resource name",
+        "RegisterRequest.resource_name is a valid extended resource name (domain-qualified, not kubernetes.io), "
+        "and the expected one when --resource is given.",
+        f"{DP_SERVER} (Register: v1helper.IsExtendedResourceName)",
+    ),
+    Clause(
+        "DP-OPTIONS",
+        "GetDevicePluginOptions",
+        "GetDevicePluginOptions answers, and with the same options as sent in RegisterRequest.options.",
+        f"{DP_API} (GetDevicePluginOptions); {DP_MANAGER} (PluginConnected keeps the options it answers)",
+    ),
+    Clause(
+        "DP-LAW-FIRST",
+        "ListAndWatch: first response promptly",
+        "ListAndWatch sends the full device list at once when opened (the kubelet has no devices for the "
+        "resource until it does).",
+        f"{DP_API} (ListAndWatch returns a stream of List of Devices); {DP_MANAGER} (genericDeviceUpdateCallback)",
+    ),
+    Clause(
+        "DP-LAW-UNIQUE",
+        "ListAndWatch: device IDs unique",
+        "Every ListAndWatch response lists each device ID once, and IDs are non-empty.",
+        f"{DP_API} (Device.ID: a unique ID for the device); {DP_MANAGER} (devices kept in a set keyed by ID)",
+    ),
+    Clause(
+        "DP-LAW-HEALTH",
+        "ListAndWatch: health values",
+        'Device.health is exactly "Healthy" or "Unhealthy".',
+        f"{DP_CONSTANTS} (Healthy, Unhealthy); {DP_API} (Device.health)",
+    ),
+    Clause(
+        "DP-LAW-TOPOLOGY",
+        "ListAndWatch: topology well-formed",
+        "Device.topology, when set, lists each NUMA node once with a non-negative ID.",
+        f"{DP_API} (TopologyInfo, NUMANode); pkg/kubelet/cm/devicemanager/topology_hints.go",
+    ),
+    Clause(
+        "DP-LAW-STABLE",
+        "ListAndWatch: device IDs stable",
+        "A second ListAndWatch stream (as after a kubelet restart) reports the same device IDs as the first.",
+        f"{DP_API} (Device.ID); {DP_MANAGER} (checkpointed allocations are matched by device ID)",
+    ),
+    Clause(
+        "DP-ALLOC",
+        "Allocate: advertised IDs",
+        "Allocate for advertised device IDs succeeds with exactly one ContainerAllocateResponse.",
+        f"{DP_API} (Allocate, AllocateResponse.container_responses); {DP_MANAGER} (allocateContainerResources)",
+    ),
+    Clause(
+        "DP-ALLOC-MULTI",
+        "Allocate: several containers in one request",
+        "An AllocateRequest with several container requests gets one container response per request.",
+        f"{DP_API} (AllocateRequest.container_requests, AllocateResponse.container_responses)",
+    ),
+    Clause(
+        "DP-ALLOC-UNKNOWN",
+        "Allocate: unknown device ID",
+        "Allocate for an ID the plugin never advertised gets an answer (an error is expected), and the plugin "
+        "keeps running and serving: no crash, no hang.",
+        f"{DP_API} (Allocate); {DP_MANAGER} (an Allocate error fails the pod's admission, not the plugin)",
+    ),
+    Clause(
+        "DP-PREFERRED",
+        "GetPreferredAllocation",
+        "When advertised: the answer has allocation_size distinct IDs from the available ones, including every "
+        "must-include ID.",
+        f"{DP_API} (ContainerPreferredAllocationRequest: must_include_deviceIDs, allocation_size)",
+    ),
+    Clause(
+        "DP-PRESTART",
+        "PreStartContainer",
+        "When advertised (pre_start_required): PreStartContainer for allocated IDs succeeds.",
+        f"{DP_API} (PreStartContainer is called before each container start when indicated)",
+    ),
+    Clause(
+        "DP-CONCURRENT",
+        "Concurrent RPCs",
+        "Several RPCs at once (Allocate, GetDevicePluginOptions, an open ListAndWatch) all get answers.",
+        f"{DP_MANAGER} (the kubelet admits pods in parallel while streams are open)",
+    ),
+    Clause(
+        "DP-REREGISTER",
+        "Re-registration after a kubelet restart",
+        "When kubelet.sock is removed and re-created (and the plugin's socket deleted, as the kubelet does when it "
+        "starts), the plugin registers again.",
+        f"{DP_CONSTANTS} (KubeletSocket); {DP_SERVER} (Start: CleanupPluginDirectory removes the sockets); "
+        "docs 'Device plugins: handling kubelet restarts'",
+    ),
+)
+
+DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
+    Clause(
+        "DRA-REG-SOCKET",
+        "Registration socket",
+        "A registration socket appears in the plugins_registry directory and serves pluginregistration.Registration.",
+        f"{REG_API}; pkg/kubelet/pluginmanager/pluginwatcher/plugin_watcher.go",
+    ),
+    Clause(
+        "DRA-REG-INFO",
+        "GetInfo",
+        'GetInfo answers within the kubelet\'s 1 s: type "DRAPlugin", name = the driver name, an absolute endpoint, '
+        "and supported versions including a DRA service the kubelet speaks (v1.DRAPlugin or v1beta1.DRAPlugin).",
+        f"{REG_API} (PluginInfo); {REG_GENERATOR} (GetInfo deadline); {DRA_REGISTRATION} (ValidatePlugin)",
+    ),
+    Clause(
+        "DRA-REG-NOTIFY",
+        "NotifyRegistrationStatus",
+        "NotifyRegistrationStatus is answered (success and failure reports alike) within the kubelet's 5 s.",
+        f"{REG_API} (NotifyRegistrationStatus); {REG_GENERATOR}",
+    ),
+    Clause(
+        "DRA-SERVICE",
+        "DRA service on the endpoint",
+        "The endpoint from GetInfo serves the advertised DRAPlugin service (an empty NodePrepareResources "
+        "answers with no claims).",
+        f"{DRA_API} (service DRAPlugin); {DRA_REGISTRATION}",
+    ),
+    Clause(
+        "DRA-PREPARE",
+        "NodePrepareResources",
+        "Preparing an allocated claim answers that claim with no error and at least one device, each with "
+        "pool and device name and fully qualified CDI device IDs.",
+        f"{DRA_API} (NodePrepareResourcesResponse, NodePrepareResourceResponse, Device)",
+    ),
+    Clause(
+        "DRA-PREPARE-IDEMPOTENT",
+        "NodePrepareResources idempotent",
+        "Preparing the same claim again gives the same result (the kubelet retries and re-prepares after its "
+        "own restart); kubernetes-sigs/dra-driver-cpu#175 and NVIDIA/k8s-dra-driver-gpu#782 broke this.",
+        f"{DRA_API}; {DRA_MANAGER} (PrepareResources calls again for claims not known prepared)",
+    ),
+    Clause(
+        "DRA-PREPARE-MULTI",
+        "Several claims in one call, one failing",
+        "NodePrepareResources with several claims answers each claim by UID; one claim failing is reported "
+        "in that claim's error, the others are prepared.",
+        f"{DRA_API} (NodePrepareResourcesResponse.claims keyed by UID; per-claim error)",
+    ),
+    Clause(
+        "DRA-CDI-VALID",
+        "CDI spec files valid",
+        "The CDI spec files the driver writes are valid (cdiVersion, kind vendor/class, device names, edits), "
+        "and every CDI device ID it returns resolves to exactly one device (no duplicates).",
+        f"{CDI_SPEC}; {DRA_API} (Device.cdi_device_ids)",
+    ),
+    Clause(
+        "DRA-UNPREPARE",
+        "NodeUnprepareResources",
+        "Unpreparing prepared claims answers each claim with no error.",
+        f"{DRA_API} (NodeUnprepareResourcesResponse)",
+    ),
+    Clause(
+        "DRA-CDI-REMOVED",
+        "CDI devices removed on unprepare",
+        "After unprepare, none of the claim's CDI device IDs resolves any more in the CDI spec directory.",
+        f"{CDI_SPEC}; {DRA_KEP} (the driver cleans up what it prepared)",
+    ),
+    Clause(
+        "DRA-UNPREPARE-IDEMPOTENT",
+        "NodeUnprepareResources idempotent",
+        "Unpreparing an already unprepared claim succeeds (the kubelet retries until it sees success).",
+        f"{DRA_API}; {DRA_MANAGER} (UnprepareResources is retried)",
+    ),
+    Clause(
+        "DRA-UNPREPARE-UNKNOWN",
+        "NodeUnprepareResources for an unknown claim",
+        "Unpreparing a claim the driver never prepared succeeds (the kubelet unprepares checkpointed claims "
+        "after restarts).",
+        f"{DRA_API}; {DRA_MANAGER} (reconcile loop unprepares claims from its checkpoint)",
+    ),
+    Clause(
+        "DRA-RESTART",
+        "Prepare after a driver restart",
+        "A claim prepared before the driver restarts is prepared again afterwards with the same result.",
+        f"{DRA_MANAGER} (claims stay prepared in the kubelet's checkpoint across driver restarts); {DRA_KEP}",
+    ),
+    Clause(
+        "DRA-SLICES",
+        "ResourceSlices valid",
+        "The driver's ResourceSlices for the node are valid: names, driver, pool name and generation, "
+        "device names unique, attributes and capacities well-formed, taints well-formed.",
+        SLICE_TYPES,
+    ),
+)
+
+BY_ID: dict[str, Clause] = {c.id: c for c in (*DEVICE_PLUGIN_CLAUSES, *DRA_DRIVER_CLAUSES)}
+
+
+REGENERATE = "device-conformance certify clauses > docs/certify-clauses.md"
+
+
+def markdown() -> str:
+    """docs/certify-clauses.md: the whole catalogue, one table per kind of subject."""
+    out = [
+        "# Certification clauses",
+        "",
+        f"Generated by `{REGENERATE}`; `device-conformance certify` checks each clause and reports it PASS,",
+        "FAIL or NOT APPLICABLE with its evidence.",
+    ]
+    for title, clauses in (("Device plugin", DEVICE_PLUGIN_CLAUSES), ("DRA driver", DRA_DRIVER_CLAUSES)):
+        out += ["", f"## {title}", "", "| ID | Clause | Rule | Source |", "|---|---|---|---|"]
+        out += [f"| {c.id} | {c.title} | {c.rule} | {c.source} |" for c in clauses]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,524 @@
+"""`certify device-plugin`: the tool serves kubelet.sock like the kubelet's device manager and checks a
+device plugin (API v1beta1) clause by clause (clauses.DEVICE_PLUGIN_CLAUSES).
+
+The kubelet side is fakes/kubelet_stub.KubeletStub: it removes the sockets in the directory and serves
+kubelet.sock as a starting kubelet does, checks Register as the kubelet does and follows ListAndWatch.
+Steps run in catalogue order; the one that may kill the subject (an unknown ID) runs late and, when the
+tool started the subject, the subject is started again so that the re-registration clause is still
+checked on its own merits.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+import uuid
+from collections.abc import Callable
+from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+
+from device_conformance.certify import limits
+from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES, Clause
+from device_conformance.certify.exchange import rpc_error, show
+from device_conformance.certify.subject import SubjectProcess
+from device_conformance.certify.verdicts import (
+    Certification,
+    ClauseFailed,
+    Evidence,
+    NotApplicable,
+    Subject,
+    run_step,
+)
+from device_conformance.errors import BadInput, WaitTimeout
+from device_conformance.fakes.kubelet_stub import (
+    SUPPORTED_VERSIONS,
+    KubeletStub,
+    PluginEndpoint,
+    StubRegistration,
+    is_extended_resource_name,
+)
+from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
+from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
+from device_conformance.wait.core import Abort, Pending, until
+
+API_VERSIONS = ["deviceplugin/v1beta1 (v1beta1.Registration, v1beta1.DevicePlugin)"]
+HEALTH_VALUES = ("Healthy", "Unhealthy")
+
+
+@dataclass
+class DevicePluginTarget:
+    socket_dir: str
+    resource: str | None = None
+    command: str | None = None
+    name: str = ""
+    version: str = ""
+    workdir: Path = Path(".")
+    reregister_timeout: float = limits.REREGISTER_TIMEOUT
+
+
+class DevicePluginCertifier:
+    def __init__(self, target: DevicePluginTarget) -> None:
+        self.t = target
+        self.stub = KubeletStub(target.socket_dir, dial_timeout=limits.DP_DIAL_TIMEOUT)
+        self.proc = SubjectProcess(target.command, target.workdir / "subject.log") if target.command else None
+        self.registration: StubRegistration | None = None
+        self.endpoint: PluginEndpoint | None = None
+        self.options: pb.DevicePluginOptions | None = None
+        self._channels: list[grpc.Channel] = []
+        self._never_registered = False
+
+    # -- the run ------------------------------------------------------------------------------------------
+
+    def run(self) -> Certification:
+        subject = Subject("device-plugin", self.t.name or self.t.resource or "device plugin", self.t.version)
+        subject.command = self.t.command or ""
+        cert = Certification(subject, API_VERSIONS)
+        steps: dict[str, Callable[[Evidence], str | None]] = {
+            "DP-REG-VERSION": self.reg_version,
+            "DP-REG-ENDPOINT": self.reg_endpoint,
+            "DP-REG-RESOURCE": self.reg_resource,
+            "DP-OPTIONS": self.get_options,
+            "DP-LAW-FIRST": self.law_first,
+            "DP-LAW-UNIQUE": self.law_unique,
+            "DP-LAW-HEALTH": self.law_health,
+            "DP-LAW-TOPOLOGY": self.law_topology,
+            "DP-LAW-STABLE": self.law_stable,
+            "DP-ALLOC": self.allocate,
+            "DP-ALLOC-MULTI": self.allocate_multi,
+            "DP-PREFERRED": self.preferred,
+            "DP-PRESTART": self.prestart,
+            "DP-CONCURRENT": self.concurrent,
+            "DP-ALLOC-UNKNOWN": self.allocate_unknown,
+            "DP-REREGISTER": self.reregister,
+        }
+        order = {clause.id: clause for clause in DEVICE_PLUGIN_CLAUSES}
+        assert set(order) == set(steps), "every clause has exactly one step"
+        refuse_live_kubelet(self.stub.socket_path)
+        self.stub.start()
+        try:
+            if self.proc:
+                self.proc.start()
+            for clause_id, step in steps.items():
+                cert.results.append(run_step(order[clause_id], self._guarded(order[clause_id], step)))
+        finally:
+            self._close()
+            if self.proc:
+                cert.notes.append(f"subject process: started {self.proc.starts} time(s), {self.proc.stop()}")
+                cert.notes.append(f"subject log: {self.proc.log_path}")
+            self.stub.stop()
+            cert.finished = cert.started + sum(r.seconds for r in cert.results)
+        cert.results.sort(key=lambda r: list(order).index(r.clause.id))
+        return cert
+
+    def _guarded(self, clause: Clause, step: Callable[[Evidence], str | None]) -> Callable[[Evidence], str | None]:
+        """Every step after registration needs a registration; without one it fails saying so."""
+
+        def guarded(ev: Evidence) -> str | None:
+            if self.registration is None and (self._never_registered or not self._first_registration(ev)):
+                self._never_registered = True
+                raise ClauseFailed(f"no RegisterRequest reached kubelet.sock within {limits.REGISTER_TIMEOUT:.0f}s")
+            return step(ev)
+
+        return guarded
+
+    def _wait_registration(self, count: int, timeout: float) -> StubRegistration:
+        """Registration number `count` (accepted or not); gives up at once when our subject exited."""
+
+        def probe() -> StubRegistration | Pending:
+            if len(self.stub.registrations) >= count:
+                return self.stub.registrations[count - 1]
+            if self.proc and not self.proc.running():
+                raise Abort(f"the subject exited ({self.proc.exit_status()}) before registering")
+            return Pending(f"{len(self.stub.registrations)} registration(s)")
+
+        return until(probe, what=f"Register #{count} at kubelet.sock", timeout=timeout, interval=0.05, max_interval=0.2)
+
+    def _first_registration(self, ev: Evidence) -> bool:
+        try:
+            self.registration = self._wait_registration(1, limits.REGISTER_TIMEOUT)
+        except Abort as exc:
+            ev.add(str(exc))
+            if self.proc:
+                ev.extend(f"  log: {line}" for line in self.proc.log_tail(10))
+            return False
+        except WaitTimeout as exc:
+            ev.add(str(exc))
+            if self.proc:
+                ev.add(f"subject: {self.proc.exit_status()}")
+                ev.extend(self.proc.log_tail(10))
+            return False
+        return True
+
+    def _close(self) -> None:
+        for channel in self._channels:
+            channel.close()
+        if self.endpoint and self.endpoint not in self.stub.endpoints.values():
+            self.endpoint.close()
+
+    # -- helpers ------------------------------------------------------------------------------------------
+
+    def _show_registration(self, ev: Evidence, reg: StubRegistration) -> None:
+        request = pb.RegisterRequest(
+            version=reg.version, endpoint=reg.endpoint, resource_name=reg.resource_name, options=reg.options
+        )
+        ev.add(f"-> Register {show(request)}")
+        ev.add(f"<- kubelet {'accepted' if reg.error is None else 'rejected: ' + reg.error}")
+
+    def _channel(self) -> grpc.Channel:
+        assert self.registration is not None
+        channel = grpc.insecure_channel(f"unix://{os.path.join(self.t.socket_dir, self.registration.endpoint)}")
+        self._channels.append(channel)
+        grpc.channel_ready_future(channel).result(timeout=limits.DP_DIAL_TIMEOUT)
+        return channel
+
+    def _stub(self) -> pb_grpc.DevicePluginStub:
+        return pb_grpc.DevicePluginStub(self._channel())
+
+    def _endpoint(self) -> PluginEndpoint:
+        """The ListAndWatch follower: the kubelet stub's when it accepted the plugin, else our own."""
+        if self.endpoint is None:
+            assert self.registration is not None
+            if self.registration.error is None:
+                self.endpoint = self.stub.endpoint(self.registration.resource_name)
+            else:
+                self.endpoint = PluginEndpoint(
+                    self.registration.resource_name, self._channel(), pb.DevicePluginOptions()
+                )
+        return self.endpoint
+
+    def _first_list(self) -> list[pb.Device]:
+        endpoint = self._endpoint()
+        try:
+            endpoint.wait_for_devices("listed", lambda _: bool(endpoint.updates), timeout=limits.FIRST_LIST_TIMEOUT)
+        except WaitTimeout as exc:
+            raise ClauseFailed(f"no ListAndWatch response within {limits.FIRST_LIST_TIMEOUT:.0f}s: {exc}") from exc
+        return list(endpoint.updates[0])
+
+    def _usable_ids(self) -> list[str]:
+        """Distinct advertised IDs, healthy ones first (the kubelet allocates only healthy devices)."""
+        devices = self._first_list()
+        ids = list(dict.fromkeys(d.ID for d in devices if d.health == "Healthy" and d.ID))
+        ids += [i for i in dict.fromkeys(d.ID for d in devices if d.ID) if i not in ids]
+        return ids
+
+    def _options(self) -> pb.DevicePluginOptions:
+        if self.options is None:
+            self.options = self._stub().GetDevicePluginOptions(pb.Empty(), timeout=limits.DP_RPC_TIMEOUT)
+        return self.options
+
+    # -- registration -------------------------------------------------------------------------------------
+
+    def reg_version(self, ev: Evidence) -> str:
+        reg = self.registration
+        assert reg is not None
+        self._show_registration(ev, reg)
+        if reg.version not in SUPPORTED_VERSIONS:
+            raise ClauseFailed(f"version {reg.version!r}; the kubelet supports {list(SUPPORTED_VERSIONS)}")
+        return f"version {reg.version!r}"
+
+    def reg_endpoint(self, ev: Evidence) -> str:
+        reg = self.registration
+        assert reg is not None
+        path = os.path.join(self.t.socket_dir, reg.endpoint)
+        ev.add(f"endpoint {reg.endpoint!r} -> {path}")
+        if not reg.endpoint or "/" in reg.endpoint:
+            raise ClauseFailed(f"endpoint {reg.endpoint!r} is not a file name in {self.t.socket_dir}")
+        try:
+            is_socket = stat.S_ISSOCK(os.stat(path).st_mode)
+        except FileNotFoundError:
+            is_socket = False
+        if not is_socket:
+            raise ClauseFailed(f"{path} is not a Unix socket")
+        if reg.error and reg.error.startswith("failed to dial"):
+            raise ClauseFailed(f"the kubelet could not dial the endpoint during Register: {reg.error}")
+        try:
+            self._channel()
+        except grpc.FutureTimeoutError as exc:
+            raise ClauseFailed(f"{path} did not accept a connection within {limits.DP_DIAL_TIMEOUT:.0f}s") from exc
+        return f"{path} is a socket that accepts connections"
+
+    def reg_resource(self, ev: Evidence) -> str:
+        reg = self.registration
+        assert reg is not None
+        ev.add(f"resource_name {reg.resource_name!r}; expected {self.t.resource or '(any valid name)'}")
+        if not is_extended_resource_name(reg.resource_name):
+            raise ClauseFailed(f"{reg.resource_name!r} is not a valid extended resource name")
+        if self.t.resource and reg.resource_name != self.t.resource:
+            raise ClauseFailed(f"registered {reg.resource_name!r}, expected {self.t.resource!r}")
+        return f"{reg.resource_name!r} is a valid extended resource name"
+
+    def get_options(self, ev: Evidence) -> str:
+        reg = self.registration
+        assert reg is not None
+        try:
+            options = self._options()
+        except grpc.RpcError as err:
+            raise ClauseFailed(f"GetDevicePluginOptions failed: {rpc_error(err)}") from err
+        ev.add(f"-> GetDevicePluginOptions {{}}\n<- {show(options)}")
+        ev.add(f"Register options: {show(reg.options)}")
+        if options != reg.options:
+            raise ClauseFailed(f"GetDevicePluginOptions {show(options)} differs from Register's {show(reg.options)}")
+        return "answered, same options as in Register"
+
+    # -- ListAndWatch -------------------------------------------------------------------------------------
+
+    def _show_list(self, ev: Evidence) -> list[pb.Device]:
+        devices = self._first_list()
+        ev.add(f"<- ListAndWatch #1 {show(pb.ListAndWatchResponse(devices=devices))}")
+        return devices
+
+    def law_first(self, ev: Evidence) -> str:
+        devices = self._show_list(ev)
+        return f"first list with {len(devices)} device(s)"
+
+    def law_unique(self, ev: Evidence) -> str:
+        self._show_list(ev)
+        for n, update in enumerate(list(self._endpoint().updates), 1):
+            ids = [d.ID for d in update]
+            dupes = sorted({i for i in ids if ids.count(i) > 1})
+            if dupes or "" in ids:
+                raise ClauseFailed(f"response #{n} lists IDs {ids}: duplicated {dupes}, empty {'' in ids}")
+        return "every response lists each ID once"
+
+    def law_health(self, ev: Evidence) -> str:
+        self._show_list(ev)
+        for n, update in enumerate(list(self._endpoint().updates), 1):
+            bad = {d.ID: d.health for d in update if d.health not in HEALTH_VALUES}
+            if bad:
+                raise ClauseFailed(f"response #{n}: health values {bad}; allowed {list(HEALTH_VALUES)}")
+        return "every health value is Healthy or Unhealthy"
+
+    def law_topology(self, ev: Evidence) -> str:
+        devices = self._show_list(ev)
+        with_topology = [d for d in devices if d.HasField("topology")]
+        for device in with_topology:
+            nodes = [n.ID for n in device.topology.nodes]
+            if len(set(nodes)) != len(nodes) or any(n < 0 for n in nodes):
+                raise ClauseFailed(f"device {device.ID!r} has NUMA nodes {nodes}")
+        if not with_topology:
+            raise NotApplicable("no device reports topology")
+        return f"{len(with_topology)} device(s) with well-formed NUMA nodes"
+
+    def law_stable(self, ev: Evidence) -> str:
+        first = sorted({d.ID for d in self._show_list(ev)})
+        stream = self._stub().ListAndWatch(pb.Empty(), timeout=limits.FIRST_LIST_TIMEOUT)
+        try:
+            second = next(iter(stream))
+        except grpc.RpcError as err:
+            raise ClauseFailed(f"second ListAndWatch stream: {rpc_error(err)}") from err
+        finally:
+            stream.cancel()
+        ev.add(f"<- ListAndWatch (second stream) #1 {show(second)}")
+        again = sorted({d.ID for d in second.devices})
+        if again != first:
+            raise ClauseFailed(f"first stream listed {first}, a second stream {again}")
+        return f"both streams list {first}"
+
+    # -- Allocate and friends -----------------------------------------------------------------------------
+
+    def _allocate(self, ev: Evidence, containers: list[list[str]]) -> pb.AllocateResponse:
+        request = pb.AllocateRequest(
+            container_requests=[pb.ContainerAllocateRequest(devices_ids=ids) for ids in containers]
+        )
+        ev.add(f"-> Allocate {show(request)}")
+        try:
+            response = self._stub().Allocate(request, timeout=limits.DP_RPC_TIMEOUT)
+        except grpc.RpcError as err:
+            ev.add(f"<- error {rpc_error(err)}")
+            raise ClauseFailed(f"Allocate {containers} failed: {rpc_error(err)}") from err
+        ev.add(f"<- {show(response)}")
+        return response
+
+    def allocate(self, ev: Evidence) -> str:
+        ids = self._usable_ids()
+        if not ids:
+            raise NotApplicable("the plugin advertises no devices")
+        response = self._allocate(ev, [ids[:1]])
+        if len(response.container_responses) != 1:
+            raise ClauseFailed(f"{len(response.container_responses)} container responses for 1 container request")
+        return f"Allocate [{ids[0]}]: one container response"
+
+    def allocate_multi(self, ev: Evidence) -> str:
+        ids = self._usable_ids()
+        if len(ids) < 2:
+            raise NotApplicable(f"needs two devices, the plugin advertises {ids}")
+        response = self._allocate(ev, [ids[:1], ids[1:2]])
+        if len(response.container_responses) != 2:
+            raise ClauseFailed(f"{len(response.container_responses)} container responses for 2 container requests")
+        return "two container requests, two container responses"
+
+    def preferred(self, ev: Evidence) -> str:
+        if not self._options().get_preferred_allocation_available:
+            raise NotApplicable("get_preferred_allocation_available is false")
+        ids = self._usable_ids()
+        if len(ids) < 2:
+            raise NotApplicable(f"needs two devices, the plugin advertises {ids}")
+        # The last ID is required and only one is asked for: a plugin that ignores must_include or size shows.
+        must, size = ids[-1:], 1
+        request = pb.PreferredAllocationRequest(
+            container_requests=[
+                pb.ContainerPreferredAllocationRequest(
+                    available_deviceIDs=ids, must_include_deviceIDs=must, allocation_size=size
+                )
+            ]
+        )
+        ev.add(f"-> GetPreferredAllocation {show(request)}")
+        try:
+            response = self._stub().GetPreferredAllocation(request, timeout=limits.DP_RPC_TIMEOUT)
+        except grpc.RpcError as err:
+            raise ClauseFailed(f"GetPreferredAllocation failed: {rpc_error(err)}") from err
+        ev.add(f"<- {show(response)}")
+        if len(response.container_responses) != 1:
+            raise ClauseFailed(f"{len(response.container_responses)} container responses for 1 request")
+        chosen = list(response.container_responses[0].deviceIDs)
+        problems = []
+        if len(chosen) != size or len(set(chosen)) != len(chosen):
+            problems.append(f"{len(chosen)} IDs for allocation_size {size}")
+        if not set(must) <= set(chosen):
+            problems.append(f"must-include {must} missing")
+        if not set(chosen) <= set(ids):
+            problems.append(f"IDs not offered: {sorted(set(chosen) - set(ids))}")
+        if problems:
+            raise ClauseFailed(f"preferred {chosen}: " + "; ".join(problems))
+        return f"preferred {chosen} for must-include {must}, size {size}"
+
+    def prestart(self, ev: Evidence) -> str:
+        if not self._options().pre_start_required:
+            raise NotApplicable("pre_start_required is false")
+        ids = self._usable_ids()[:1]
+        request = pb.PreStartContainerRequest(devices_ids=ids)
+        ev.add(f"-> PreStartContainer {show(request)}")
+        try:
+            response = self._stub().PreStartContainer(request, timeout=limits.DP_RPC_TIMEOUT)
+        except grpc.RpcError as err:
+            raise ClauseFailed(f"PreStartContainer {ids} failed: {rpc_error(err)}") from err
+        ev.add(f"<- {show(response)}")
+        return f"PreStartContainer {ids} succeeded"
+
+    def concurrent(self, ev: Evidence) -> str:
+        ids = self._usable_ids()
+        if not ids:
+            raise NotApplicable("the plugin advertises no devices")
+        stub = self._stub()
+        calls: list[tuple[str, Callable[[], object]]] = []
+        for n in range(limits.CONCURRENT_CALLS):
+            if n % 2:
+                calls.append(("GetDevicePluginOptions", lambda: stub.GetDevicePluginOptions(pb.Empty(), timeout=10)))
+            else:
+                request = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=ids[:1])])
+                calls.append((f"Allocate {ids[:1]}", lambda r=request: stub.Allocate(r, timeout=10)))
+        with futures.ThreadPoolExecutor(len(calls)) as pool:
+            running = [(name, pool.submit(call)) for name, call in calls]
+            failures = []
+            for name, future in running:
+                try:
+                    future.result()
+                    ev.add(f"{name}: answered")
+                except grpc.RpcError as err:
+                    ev.add(f"{name}: {rpc_error(err)}")
+                    failures.append(f"{name}: {rpc_error(err)}")
+        stream = self._endpoint().stream_state
+        ev.add(f"ListAndWatch stream meanwhile: {stream}")
+        if failures:
+            raise ClauseFailed(f"{len(failures)} of {len(calls)} concurrent calls failed: {failures[:3]}")
+        if stream != "open":
+            raise ClauseFailed(f"the ListAndWatch stream is {stream} after the concurrent calls")
+        return f"{len(calls)} concurrent calls answered while ListAndWatch stayed open"
+
+    def allocate_unknown(self, ev: Evidence) -> str:
+        unknown = f"dc-certify-unknown-{uuid.uuid4().hex[:8]}"
+        request = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=[unknown])])
+        ev.add(f"-> Allocate {show(request)}")
+        answered = True
+        try:
+            ev.add(f"<- {show(self._stub().Allocate(request, timeout=limits.DP_RPC_TIMEOUT))}")
+            ev.add("note: an error for an ID never advertised is what the kubelet's callers expect")
+        except grpc.RpcError as err:
+            ev.add(f"<- error {rpc_error(err)}")
+            answered = err.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+        problem = "" if answered else "no answer (connection lost or deadline exceeded)"
+        if not problem:
+            problem = self._still_serving(ev)
+        if not problem:
+            return "answered and still serving"
+        if self.proc and not self.proc.running():
+            ev.add(f"subject process: {self.proc.exit_status()}")
+            ev.extend(f"  log: {line}" for line in self.proc.log_tail(5))
+        self._recover(ev)
+        raise ClauseFailed(f"Allocate for unknown ID {unknown!r}: {problem}")
+
+    def _still_serving(self, ev: Evidence) -> str:
+        if self.proc and not self.proc.running():
+            return f"the plugin process is gone ({self.proc.exit_status()})"
+        channel = grpc.insecure_channel(f"unix://{os.path.join(self.t.socket_dir, self.registration.endpoint)}")
+        try:
+            pb_grpc.DevicePluginStub(channel).GetDevicePluginOptions(
+                pb.Empty(), timeout=limits.DP_RPC_TIMEOUT, wait_for_ready=False
+            )
+            ev.add("afterwards: GetDevicePluginOptions on a new connection answered")
+            return ""
+        except grpc.RpcError as err:
+            ev.add(f"afterwards: GetDevicePluginOptions on a new connection: {rpc_error(err)}")
+            return f"not serving afterwards ({rpc_error(err)})"
+        finally:
+            channel.close()
+
+    def _recover(self, ev: Evidence) -> None:
+        """Start the subject again (when it is ours) so the remaining clauses are checked on their own."""
+        if not self.proc:
+            return
+        count = len(self.stub.registrations)
+        ev.add(f"certifier: restarting the subject ({self.proc.restart()}) for the remaining clauses")
+        try:
+            self._wait_registration(count + 1, limits.REGISTER_TIMEOUT)
+        except (WaitTimeout, Abort) as exc:
+            ev.add(f"certifier: the restarted subject did not register: {exc}")
+
+    # -- kubelet restart ----------------------------------------------------------------------------------
+
+    def reregister(self, ev: Evidence) -> str:
+        count = len(self.stub.registrations)
+        ev.add(f"{count} Register call(s) so far; the kubelet stub restarts: sockets removed, kubelet.sock re-created")
+        self._close()
+        self.endpoint = None
+        restarted = time.monotonic()
+        self.stub.restart()
+        try:
+            reg = self._wait_registration(count + 1, self.t.reregister_timeout)
+        except Abort as exc:
+            raise ClauseFailed(str(exc)) from exc
+        except WaitTimeout as exc:
+            raise ClauseFailed(
+                f"no Register within {self.t.reregister_timeout:.0f}s after kubelet.sock was re-created"
+            ) from exc
+        self._show_registration(ev, reg)
+        # A rejection for the Register fields is those clauses' verdict (DP-REG-*); one for an endpoint the
+        # kubelet cannot dial or ask for options means the plugin did not come back.
+        if reg.error and reg.error.startswith(("failed to dial", "failed to get device plugin options")):
+            raise ClauseFailed(f"registered again, but the kubelet could not reach the plugin: {reg.error}")
+        return f"registered again {reg.at - restarted:.1f}s after kubelet.sock was re-created"
+
+
+def refuse_live_kubelet(kubelet_socket: str) -> None:
+    """Serving kubelet.sock removes every socket in the directory, as a starting kubelet does: never while a
+    real kubelet answers there (on a node, its device manager and every plugin would lose their sockets)."""
+    if not os.path.exists(kubelet_socket):
+        return
+    with grpc.insecure_channel(f"unix://{kubelet_socket}") as channel:
+        try:
+            grpc.channel_ready_future(channel).result(timeout=1)
+        except grpc.FutureTimeoutError:
+            return  # a stale socket: nobody serves it
+    raise BadInput(
+        f"a kubelet answers on {kubelet_socket}; certifying here would remove its sockets and every plugin's",
+        "stop the kubelet first, or certify in another --socket-dir (a plugin that takes a socket directory "
+        "option, or a private mount namespace as `certify sample-device-plugin` uses)",
+    )
+
+
+def certify_device_plugin(target: DevicePluginTarget) -> Certification:
+    return DevicePluginCertifier(target).run()

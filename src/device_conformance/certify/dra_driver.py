@@ -1,0 +1,463 @@
+"""`certify dra-driver`: the tool watches the plugins_registry directory and talks the pluginregistration
+and DRA gRPC APIs like the kubelet, checking a DRA driver clause by clause (clauses.DRA_DRIVER_CLAUSES).
+
+Claims: a driver prepares claims allocated to it, which it normally reads from the API server. The user
+names claims the driver can prepare (--claims FILE; on a cluster, allocated ResourceClaims of this node;
+our fake driver takes them from its state file). Claims the driver cannot know (for the failing claim and
+the unknown unprepare) are made up here with fresh UIDs. Without claims the prepare clauses are NOT
+APPLICABLE, never passed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from device_conformance.certify import cdi, limits, resourceslices
+from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES
+from device_conformance.certify.exchange import rpc_error, show
+from device_conformance.certify.subject import SubjectProcess
+from device_conformance.certify.verdicts import (
+    Certification,
+    ClauseFailed,
+    Evidence,
+    NotApplicable,
+    Subject,
+    run_step,
+)
+from device_conformance.errors import BadInput, WaitTimeout
+from device_conformance.fakes.dra_driver.kubelet_client import Claim, KubeletClient
+from device_conformance.protos.pluginregistration.v1 import api_pb2 as reg_pb2
+from device_conformance.protos.pluginregistration.v1 import api_pb2_grpc as reg_grpc
+from device_conformance.wait.core import Abort, Pending, until
+
+PLUGIN_TYPE = "DRAPlugin"
+# The DRA services the kubelet speaks, preferred first (pkg/kubelet/cm/dra/plugin/dra_plugin.go).
+KUBELET_SERVICES = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
+REGISTRATION_API = "pluginregistration/v1 (Registration: GetInfo, NotifyRegistrationStatus)"
+
+
+@dataclass
+class DraDriverTarget:
+    registry_dir: str
+    driver: str
+    command: str | None = None
+    claims: list[Claim] = field(default_factory=list)
+    # Claim UID -> the device names its allocation has (optional, from --claims): prepare must answer those.
+    allocated: dict[str, list[str]] = field(default_factory=dict)
+    cdi_dir: str = "/var/run/cdi"
+    kubeconfig: str | None = None
+    node_name: str | None = None
+    name: str = ""
+    version: str = ""
+    workdir: Path = Path(".")
+
+
+def load_claims(path: str) -> tuple[list[Claim], dict[str, list[str]]]:
+    """--claims FILE: a JSON or YAML list of {namespace, name, uid[, devices]}; `devices`, the device names the
+    claim's allocation has for this driver, lets DRA-PREPARE check that all of them are prepared."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+        claims = [(c["namespace"], c["uid"], c["name"]) for c in data]
+        allocated = {c["uid"]: [str(d) for d in c["devices"]] for c in data if c.get("devices")}
+    except (OSError, yaml.YAMLError, TypeError, KeyError, AttributeError) as exc:
+        raise BadInput(f"--claims {path}: {exc}", "give a list of {namespace, name, uid[, devices]} objects") from exc
+    return claims, allocated
+
+
+def _devices(result: Any) -> list[dict[str, Any]]:
+    """A claim's prepared devices in a comparable form."""
+    from google.protobuf.json_format import MessageToDict
+
+    return [MessageToDict(d, preserving_proto_field_name=True) for d in result.devices]
+
+
+class DraDriverCertifier:
+    def __init__(self, target: DraDriverTarget) -> None:
+        self.t = target
+        self.proc = SubjectProcess(target.command, target.workdir / "subject.log") if target.command else None
+        self.registration_socket = ""
+        self.info: reg_pb2.PluginInfo | None = None
+        self.service = ""
+        self.client: KubeletClient | None = None
+        self.prepared: dict[str, list[dict[str, Any]]] = {}  # claim UID -> devices from the first prepare
+        self._gone = False
+        self.unprepared: dict[str, list[dict[str, Any]]] = {}
+        self._cdi_before = {p.name for p in cdi.spec_files(Path(target.cdi_dir))}
+
+    # -- the run ------------------------------------------------------------------------------------------
+
+    def run(self) -> Certification:
+        subject = Subject("dra-driver", self.t.name or self.t.driver, self.t.version, self.t.command or "")
+        cert = Certification(subject, [REGISTRATION_API])
+        steps: dict[str, Callable[[Evidence], str | None]] = {
+            "DRA-REG-SOCKET": self.reg_socket,
+            "DRA-REG-INFO": self.reg_info,
+            "DRA-REG-NOTIFY": self.reg_notify,
+            "DRA-SERVICE": self.dra_service,
+            "DRA-PREPARE": self.prepare,
+            "DRA-CDI-VALID": self.cdi_valid,
+            "DRA-PREPARE-IDEMPOTENT": self.prepare_again,
+            "DRA-PREPARE-MULTI": self.prepare_multi,
+            "DRA-UNPREPARE": self.unprepare,
+            "DRA-CDI-REMOVED": self.cdi_removed,
+            "DRA-UNPREPARE-IDEMPOTENT": self.unprepare_again,
+            "DRA-UNPREPARE-UNKNOWN": self.unprepare_unknown,
+            "DRA-RESTART": self.restart,
+            "DRA-SLICES": self.slices,
+        }
+        clauses = {c.id: c for c in DRA_DRIVER_CLAUSES}
+        assert set(clauses) == set(steps), "every clause has exactly one step"
+        try:
+            if self.proc:
+                self.proc.start()
+            for clause_id, step in steps.items():
+                cert.results.append(run_step(clauses[clause_id], step))
+        finally:
+            self._cleanup(cert)
+            cert.finished = cert.started + sum(r.seconds for r in cert.results)
+        if self.service:
+            cert.api_versions.append(f"dra/{self.service.split('.')[0]} ({self.service})")
+        if self.t.kubeconfig:
+            cert.api_versions.append("resource.k8s.io/v1 (ResourceSlice)")
+        return cert
+
+    def _cleanup(self, cert: Certification) -> None:
+        """Unprepare whatever is still prepared, so a real node is left as found."""
+        if self.client and self.prepared and not self._gone:
+            try:
+                self.client.unprepare(self._claims(list(self.prepared)), version=self.service, timeout=10)
+            except grpc.RpcError as err:
+                cert.notes.append(f"cleanup unprepare failed: {rpc_error(err)}")
+        if self.client:
+            self.client.close()
+        if self.proc:
+            cert.notes.append(f"subject process: started {self.proc.starts} time(s), {self.proc.stop()}")
+            cert.notes.append(f"subject log: {self.proc.log_path}")
+
+    def _claims(self, uids: list[str]) -> list[Claim]:
+        known = {c[1]: c for c in self.t.claims}
+        return [known[u] for u in uids if u in known]
+
+    # -- registration -------------------------------------------------------------------------------------
+
+    def _find_socket(self, ev: Evidence) -> tuple[str, reg_pb2.PluginInfo]:
+        """Like the kubelet's plugin watcher: every socket in the directory gets GetInfo; ours is the one
+        naming our driver (or the only one answering)."""
+        seen: dict[str, str] = {}
+
+        def probe() -> tuple[str, reg_pb2.PluginInfo] | Pending:
+            answering: list[tuple[str, reg_pb2.PluginInfo]] = []
+            entries = os.scandir(self.t.registry_dir) if os.path.isdir(self.t.registry_dir) else []
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.name.startswith(".") or not stat.S_ISSOCK(entry.stat(follow_symlinks=False).st_mode):
+                    continue
+                try:
+                    info = self._get_info(entry.path)
+                except grpc.RpcError as err:
+                    seen[entry.name] = rpc_error(err)
+                    continue
+                seen[entry.name] = f"{info.type} {info.name}"
+                if info.name == self.t.driver:
+                    return entry.path, info
+                answering.append((entry.path, info))
+            if len(answering) == 1 and self.proc:
+                return answering[0]
+            if self.proc and not self.proc.running():
+                raise Abort(f"the subject exited ({self.proc.exit_status()}); sockets {seen}")
+            return Pending(f"sockets {seen}")
+
+        try:
+            return until(probe, what=f"a registration socket in {self.t.registry_dir}", timeout=limits.REGISTER_TIMEOUT)
+        except (WaitTimeout, Abort) as exc:
+            ev.add(str(exc))
+            if self.proc:
+                ev.extend(f"  log: {line}" for line in self.proc.log_tail(10))
+            raise ClauseFailed(
+                f"no registration socket for {self.t.driver} within {limits.REGISTER_TIMEOUT:.0f}s"
+            ) from exc
+
+    def _get_info(self, path: str) -> reg_pb2.PluginInfo:
+        with grpc.insecure_channel(f"unix:{path}", options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
+            stub = reg_grpc.RegistrationStub(channel)
+            return stub.GetInfo(reg_pb2.InfoRequest(), timeout=limits.GET_INFO_TIMEOUT, wait_for_ready=True)
+
+    def _registered(self) -> None:
+        if not self.registration_socket:
+            raise ClauseFailed("not checked: no registration socket (DRA-REG-SOCKET)")
+
+    def _connected(self) -> KubeletClient:
+        self._registered()
+        if self.client is None:
+            raise ClauseFailed("not checked: no usable DRA service endpoint (DRA-REG-INFO, DRA-SERVICE)")
+        return self.client
+
+    def reg_socket(self, ev: Evidence) -> str:
+        self.registration_socket, self.info = self._find_socket(ev)
+        ev.add(f"{self.registration_socket}: GetInfo answered")
+        return f"{self.registration_socket} serves pluginregistration.Registration"
+
+    def reg_info(self, ev: Evidence) -> str:
+        self._registered()
+        started = time.monotonic()
+        try:
+            info = self._get_info(self.registration_socket)
+        except grpc.RpcError as err:
+            raise ClauseFailed(f"GetInfo failed: {rpc_error(err)}") from err
+        took = time.monotonic() - started
+        ev.add(f"-> GetInfo {{}}\n<- {show(info)} ({took:.3f}s)")
+        self.info = info
+        problems = []
+        if info.type != PLUGIN_TYPE:
+            problems.append(f"type {info.type!r}, expected {PLUGIN_TYPE!r}")
+        if info.name != self.t.driver:
+            problems.append(f"name {info.name!r}, expected {self.t.driver!r}")
+        if not info.endpoint.startswith("/"):
+            problems.append(f"endpoint {info.endpoint!r} is not an absolute path")
+        spoken = [v for v in KUBELET_SERVICES if v in info.supported_versions]
+        if not spoken:
+            problems.append(f"supported_versions {list(info.supported_versions)} has none of {list(KUBELET_SERVICES)}")
+        if problems:
+            raise ClauseFailed("; ".join(problems))
+        self.service = spoken[0]
+        if os.path.exists(info.endpoint):
+            self.client = KubeletClient(self.registration_socket, info.endpoint)
+        else:
+            ev.add(f"endpoint {info.endpoint} does not exist in this mount namespace")
+        return f"{info.type} {info.name} at {info.endpoint}, speaks {spoken}"
+
+    def reg_notify(self, ev: Evidence) -> str:
+        self._registered()
+        status = reg_pb2.RegistrationStatus(plugin_registered=True)
+        ev.add(f"-> NotifyRegistrationStatus {show(status)}")
+        with grpc.insecure_channel(f"unix:{self.registration_socket}") as channel:
+            try:
+                answer = reg_grpc.RegistrationStub(channel).NotifyRegistrationStatus(
+                    status, timeout=limits.NOTIFY_TIMEOUT
+                )
+            except grpc.RpcError as err:
+                raise ClauseFailed(f"NotifyRegistrationStatus failed: {rpc_error(err)}") from err
+        ev.add(f"<- {show(answer)}")
+        return "answered"
+
+    def dra_service(self, ev: Evidence) -> str:
+        client = self._connected()
+        ev.add(f"-> {self.service}/NodePrepareResources {{}} on {self.info.endpoint if self.info else '?'}")
+        try:
+            response = client.prepare([], version=self.service, timeout=limits.DRA_CALL_TIMEOUT)
+        except grpc.RpcError as err:
+            self.client = None
+            raise ClauseFailed(f"{self.service} not served on the endpoint: {rpc_error(err)}") from err
+        ev.add(f"<- {show(response)}")
+        if response.claims:
+            raise ClauseFailed(f"an empty request was answered with claims {sorted(response.claims)}")
+        return f"{self.service} answers on {self.info.endpoint if self.info else '?'}"
+
+    # -- claims -------------------------------------------------------------------------------------------
+
+    def _claim(self, n: int) -> Claim:
+        if len(self.t.claims) <= n:
+            raise NotApplicable(f"needs {n + 1} claim(s) the driver can prepare (--claims), got {len(self.t.claims)}")
+        return self.t.claims[n]
+
+    @staticmethod
+    def _made_up(what: str) -> Claim:
+        tag = uuid.uuid4().hex[:8]
+        return ("dc-certify", f"00000000-dc00-4000-8000-{uuid.uuid4().hex[:12]}", f"{what}-{tag}")
+
+    def _call(self, ev: Evidence, method: str, claims: list[Claim]) -> Any:
+        client = self._connected()
+        ev.add(
+            f"-> {self.service}/{method} "
+            + json.dumps([{"namespace": c[0], "uid": c[1], "name": c[2]} for c in claims])
+        )
+        call = client.prepare if method == "NodePrepareResources" else client.unprepare
+        try:
+            response = call(claims, version=self.service, timeout=limits.DRA_CALL_TIMEOUT)
+        except grpc.RpcError as err:
+            ev.add(f"<- error {rpc_error(err)}")
+            raise ClauseFailed(f"{method} failed as a whole: {rpc_error(err)}") from err
+        ev.add(f"<- {show(response)}")
+        return response
+
+    def _prepared_ok(self, response: Any, claim: Claim) -> list[dict[str, Any]]:
+        uid = claim[1]
+        if uid not in response.claims:
+            raise ClauseFailed(f"claim {uid} missing from the answer (has {sorted(response.claims)})")
+        result = response.claims[uid]
+        if result.error:
+            raise ClauseFailed(f"claim {uid}: error {result.error!r}")
+        if not result.devices:
+            raise ClauseFailed(f"claim {uid}: no devices")
+        for device in result.devices:
+            if not device.pool_name or not device.device_name:
+                raise ClauseFailed(f"claim {uid}: device without pool or device name: {show(device)}")
+            bad = [i for i in device.cdi_device_ids if cdi.parse_qualified(i) is None]
+            if bad:
+                raise ClauseFailed(f"claim {uid}: CDI device IDs {bad} are not vendor/class=name")
+        return _devices(result)
+
+    def prepare(self, ev: Evidence) -> str:
+        claim = self._claim(0)
+        devices = self._prepared_ok(self._call(ev, "NodePrepareResources", [claim]), claim)
+        self.prepared[claim[1]] = devices
+        expected = self.t.allocated.get(claim[1])
+        if expected is not None:
+            got = sorted(d.get("device_name", "") for d in devices)
+            ev.add(f"allocated devices (--claims): {sorted(expected)}")
+            if got != sorted(expected):
+                raise ClauseFailed(f"prepared devices {got}, the allocation has {sorted(expected)}")
+        return f"claim {claim[0]}/{claim[2]}: {len(devices)} device(s)"
+
+    def _cdi_ids(self, uids: list[str]) -> list[str]:
+        return [i for u in uids for d in self.prepared.get(u, []) for i in d.get("cdi_device_ids", [])]
+
+    def cdi_valid(self, ev: Evidence) -> str:
+        ids = self._cdi_ids(list(self.prepared))
+        if not self.prepared:
+            raise NotApplicable("no claim was prepared (DRA-PREPARE)")
+        if not ids:
+            raise NotApplicable("the driver returned no CDI device IDs")
+        cdi_dir = Path(self.t.cdi_dir)
+        kinds = {cdi.parse_qualified(i)[0] for i in ids}  # type: ignore[index]
+        problems: list[str] = []
+        checked = 0
+        for spec in map(cdi.check_spec, cdi.spec_files(cdi_dir)):
+            if spec.kind not in kinds and spec.path.name in self._cdi_before:
+                continue  # another vendor's spec that was there before we started
+            checked += 1
+            ev.add(f"{spec.path}: kind {spec.kind!r}, devices {spec.devices}, problems {spec.problems or 'none'}")
+            problems += [f"{spec.path.name}: {p}" for p in spec.problems]
+        for qualified in ids:
+            files = cdi.resolve(cdi_dir, qualified)
+            ev.add(f"{qualified} -> {[str(f) for f in files]}")
+            if len(files) != 1:
+                problems.append(f"{qualified} is defined in {len(files)} spec files, expected exactly 1")
+        if problems:
+            raise ClauseFailed("; ".join(problems[:5]))
+        return f"{checked} spec file(s) valid; {len(ids)} CDI device ID(s) each resolve once"
+
+    def prepare_again(self, ev: Evidence) -> str:
+        claim = self._claim(0)
+        if claim[1] not in self.prepared:
+            raise NotApplicable("the first prepare did not succeed (DRA-PREPARE)")
+        again = self._prepared_ok(self._call(ev, "NodePrepareResources", [claim]), claim)
+        if again != self.prepared[claim[1]]:
+            raise ClauseFailed(f"second prepare gave {again}, the first {self.prepared[claim[1]]}")
+        return "the same devices and CDI IDs again"
+
+    def prepare_multi(self, ev: Evidence) -> str:
+        good = self._claim(1) if len(self.t.claims) > 1 else self._claim(0)
+        bad = self._made_up("not-allocated")
+        ev.add(f"claim {bad[0]}/{bad[2]} (uid {bad[1]}) is made up: the driver cannot prepare it")
+        response = self._call(ev, "NodePrepareResources", [good, bad])
+        devices = self._prepared_ok(response, good)
+        self.prepared.setdefault(good[1], devices)
+        if bad[1] not in response.claims:
+            raise ClauseFailed(f"the failing claim {bad[1]} is missing from the answer")
+        if not response.claims[bad[1]].error:
+            raise ClauseFailed(f"claim {bad[1]} was never allocated but has no error: {show(response.claims[bad[1]])}")
+        return f"{good[2]} prepared, {bad[2]} reported its own error"
+
+    def unprepare(self, ev: Evidence) -> str:
+        if not self.prepared:
+            raise NotApplicable("no claim was prepared (DRA-PREPARE)")
+        claims = self._claims(list(self.prepared))
+        response = self._call(ev, "NodeUnprepareResources", claims)
+        problems = [
+            f"{c[1]}: {response.claims[c[1]].error or 'missing'}"
+            for c in claims
+            if c[1] not in response.claims or response.claims[c[1]].error
+        ]
+        self.unprepared = dict(self.prepared)
+        if problems:
+            raise ClauseFailed(f"unprepare: {problems}")
+        self.prepared.clear()
+        return f"{len(claims)} claim(s) unprepared"
+
+    def cdi_removed(self, ev: Evidence) -> str:
+        done = self.unprepared
+        if not done or self.prepared:
+            raise NotApplicable("no claim was unprepared (DRA-UNPREPARE)")
+        ids = [i for devices in done.values() for d in devices for i in d.get("cdi_device_ids", [])]
+        if not ids:
+            raise NotApplicable("the driver returned no CDI device IDs")
+        left = {}
+        for qualified in ids:
+            files = cdi.resolve(Path(self.t.cdi_dir), qualified)
+            ev.add(f"{qualified} -> {[str(f) for f in files] or 'not defined any more'}")
+            if files:
+                left[qualified] = [str(f) for f in files]
+        if left:
+            raise ClauseFailed(f"still defined after unprepare: {left}")
+        return f"none of {len(ids)} CDI device ID(s) resolves any more"
+
+    def unprepare_again(self, ev: Evidence) -> str:
+        claim = self._claim(0)
+        if claim[1] not in self.unprepared:
+            raise NotApplicable("the claim was not unprepared (DRA-UNPREPARE)")
+        response = self._call(ev, "NodeUnprepareResources", [claim])
+        result = response.claims.get(claim[1])
+        if result is None or result.error:
+            raise ClauseFailed(
+                f"second unprepare of {claim[1]}: {result.error if result else 'claim missing from answer'}"
+            )
+        return "the second unprepare succeeded"
+
+    def unprepare_unknown(self, ev: Evidence) -> str:
+        unknown = self._made_up("never-prepared")
+        ev.add(f"claim {unknown[0]}/{unknown[2]} (uid {unknown[1]}) is made up: never prepared")
+        response = self._call(ev, "NodeUnprepareResources", [unknown])
+        result = response.claims.get(unknown[1])
+        if result is None or result.error:
+            raise ClauseFailed(
+                f"unprepare of an unknown claim: {result.error if result else 'claim missing from answer'}"
+            )
+        return "succeeded"
+
+    def restart(self, ev: Evidence) -> str:
+        if not self.proc:
+            raise NotApplicable("the driver was started outside the tool (give --command to check restarts)")
+        claim = self._claim(0)
+        before = self._prepared_ok(self._call(ev, "NodePrepareResources", [claim]), claim)
+        self.prepared[claim[1]] = before
+        ev.add(f"certifier: restarting the driver ({self.proc.restart()})")
+        self._gone = True
+        if self.client:
+            self.client.close()
+            self.client = None
+        self.registration_socket, self.info = self._find_socket(ev)
+        self.client = KubeletClient(self.registration_socket, self.info.endpoint)
+        self._gone = False
+        after = self._prepared_ok(self._call(ev, "NodePrepareResources", [claim]), claim)
+        if after != before:
+            raise ClauseFailed(f"after the restart prepare gave {after}, before {before}")
+        return "the same devices and CDI IDs after the restart"
+
+    def slices(self, ev: Evidence) -> str:
+        if not self.t.kubeconfig:
+            raise NotApplicable("no API server in sanity mode (give --kubeconfig and --node to check ResourceSlices)")
+        found = resourceslices.list_slices(self.t.kubeconfig, self.t.driver, self.t.node_name)
+        ev.add(f"{len(found)} ResourceSlice(s) of {self.t.driver} on node {self.t.node_name}")
+        if not found:
+            raise ClauseFailed(f"no ResourceSlice of driver {self.t.driver} for node {self.t.node_name}")
+        problems = resourceslices.problems(found, self.t.driver, self.t.node_name)
+        ev.extend(json.dumps(s.get("spec"), sort_keys=True) for s in found)
+        if problems:
+            raise ClauseFailed("; ".join(problems[:5]))
+        return f"{len(found)} slice(s) valid"
+
+
+def certify_dra_driver(target: DraDriverTarget) -> Certification:
+    return DraDriverCertifier(target).run()

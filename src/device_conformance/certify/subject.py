@@ -1,0 +1,81 @@
+"""The subject's process when the certifier starts it (`--command`): own session, output to a log,
+stopped with SIGTERM (then SIGKILL) to its whole process group, restartable for the restart clauses."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+# A vendor binary gets this long to exit on SIGTERM before it is killed (the kubelet's pods get 30 s by
+# default; a plugin process on its own should need far less).
+STOP_GRACE = 10.0
+
+
+class SubjectProcess:
+    def __init__(self, command: str, log_path: Path, env: dict[str, str] | None = None) -> None:
+        self.command, self.log_path = command, log_path
+        self._env = {**os.environ, **(env or {})}
+        self._proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            log.write(f"=== certifier starting (#{self.starts + 1}): {self.command}\n".encode())
+            log.flush()
+            self._proc = subprocess.Popen(
+                ["/bin/sh", "-c", f"exec {self.command}"],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=self._env,
+            )
+        self.starts += 1
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid if self._proc else None
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def exit_status(self) -> str:
+        """How it ended, for evidence: 'running', 'exit 3' or 'killed by SIGABRT'."""
+        code = self._proc.poll() if self._proc else None
+        if code is None:
+            return "running" if self._proc else "not started"
+        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit {code}"
+
+    def stop(self) -> str:
+        """SIGTERM to the group, SIGKILL after STOP_GRACE; returns how it ended."""
+        proc = self._proc
+        if proc is None:
+            return "not started"
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        # Children the subject left in its group go too (a shell wrapper's plugin, say).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        return self.exit_status()
+
+    def restart(self) -> str:
+        ended = self.stop()  # reaped: the new process cannot race the old one's exit
+        self.start()
+        return ended
+
+    def log_tail(self, lines: int = 20) -> list[str]:
+        try:
+            return self.log_path.read_text(errors="replace").splitlines()[-lines:]
+        except OSError:
+            return []

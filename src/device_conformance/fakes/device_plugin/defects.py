@@ -1,0 +1,46 @@
+"""The plugin-wide defective-vendor modes (config.DEFECTS): each bends one answer, nothing else."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from device_conformance.fakes.device_plugin.allocate import preferred as kubelet_order
+from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig
+from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
+
+
+def listed(config: DevicePluginConfig, devices: list[DeviceConfig], stream_number: int) -> list[DeviceConfig]:
+    """The device list one ListAndWatch stream sends."""
+    if "unstable-device-ids" in config.defects and stream_number > 1:
+        devices = [dataclasses.replace(d, id=f"{d.id}-r{stream_number}") for d in devices]
+    if "duplicate-device-ids" in config.defects and devices:
+        devices = [*devices, devices[0]]
+    return devices
+
+
+def crash_on_unknown_ids(config: DevicePluginConfig, devices: list[DeviceConfig], request: pb.AllocateRequest) -> None:
+    if "allocate-crash-on-unknown-id" not in config.defects:
+        return
+    known = {d.id for d in devices}
+    unknown = sorted({i for r in request.container_requests for i in r.devices_ids} - known)
+    if unknown:
+        print(f"panic: Allocate: unknown device IDs {unknown} (defect allocate-crash-on-unknown-id)", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(2)
+
+
+def _first_available(available: Sequence[str], must_include: Sequence[str], size: int) -> list[str]:
+    return list(available)[:size]
+
+
+def preferred(config: DevicePluginConfig) -> Callable[[Sequence[str], Sequence[str], int], list[str]]:
+    return _first_available if "preferred-ignores-must-include" in config.defects else kubelet_order
+
+
+def answered_containers(
+    config: DevicePluginConfig, requests: list[pb.ContainerAllocateRequest]
+) -> list[pb.ContainerAllocateRequest]:
+    return requests[:1] if "allocate-first-container-only" in config.defects else requests

@@ -1,0 +1,148 @@
+"""The certifier against our fakes: a fake keeping the contract passes every clause, and each defective-vendor
+mode fails exactly its clause and no other (issue 12, part 4, sanity half)."""
+
+import pytest
+from certify_subjects import CLAIMS, run_device_plugin, run_dra_driver
+
+from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES, DRA_DRIVER_CLAUSES
+from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS
+from device_conformance.fakes.device_plugin import DeviceConfig
+
+
+def verdicts(cert):
+    return {r.clause.id: r.verdict for r in cert.results}
+
+
+def test_the_fake_device_plugin_passes_every_clause(clean_device_plugin):
+    assert verdicts(clean_device_plugin) == {c.id: PASS for c in DEVICE_PLUGIN_CLAUSES}, [
+        (r.clause.id, r.message) for r in clean_device_plugin.results if r.verdict != PASS
+    ]
+
+
+def test_the_fake_dra_driver_passes_every_clause_but_slices_without_an_api_server(clean_dra_driver):
+    expected = {c.id: PASS for c in DRA_DRIVER_CLAUSES} | {"DRA-SLICES": NOT_APPLICABLE}
+    assert verdicts(clean_dra_driver) == expected, [
+        (r.clause.id, r.message) for r in clean_dra_driver.results if r.verdict != expected[r.clause.id]
+    ]
+
+
+DEVICE_PLUGIN_DEFECTS = [
+    ({"defects": ["duplicate-device-ids"]}, "DP-LAW-UNIQUE", "duplicated ['dev-1']"),
+    ({"defects": ["unstable-device-ids"]}, "DP-LAW-STABLE", "a second stream ['dev-1-r2', 'dev-2-r2', 'dev-3-r2']"),
+    ({"defects": ["allocate-crash-on-unknown-id"]}, "DP-ALLOC-UNKNOWN", "no answer (connection lost"),
+    ({"defects": ["preferred-ignores-must-include"]}, "DP-PREFERRED", "must-include ['dev-3'] missing"),
+    ({"defects": ["allocate-first-container-only"]}, "DP-ALLOC-MULTI", "1 container responses for 2 container"),
+    ({"defects": ["register-without-options"]}, "DP-OPTIONS", "differs from Register's {}"),
+    ({"defects": ["prestart-error"]}, "DP-PRESTART", "failed: INTERNAL: PreStartContainer failed"),
+    ({"auto_reregister": False}, "DP-REREGISTER", "no Register within 8s after kubelet.sock was re-created"),
+    # Contract breaches the fake's ordinary settings can express:
+    ({"api_version": "v1alpha"}, "DP-REG-VERSION", "version 'v1alpha'; the kubelet supports ['v1beta1']"),
+    ({"resource_name": "example.com/other"}, "DP-REG-RESOURCE", "registered 'example.com/other', expected"),
+    (
+        {"devices": [DeviceConfig("dev-1", numa_nodes=[0, -1]), DeviceConfig("dev-2"), DeviceConfig("dev-3")]},
+        "DP-LAW-TOPOLOGY",
+        "device 'dev-1' has NUMA nodes [0, -1]",
+    ),
+    (
+        {"devices": [DeviceConfig("dev-1", numa_nodes=[0]), DeviceConfig("dev-2"), DeviceConfig("dev-3", "Sick")]},
+        "DP-LAW-HEALTH",
+        "health values {'dev-3': 'Sick'}",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "overrides,clause,finding", DEVICE_PLUGIN_DEFECTS, ids=[c for _, c, _ in DEVICE_PLUGIN_DEFECTS]
+)
+def test_each_device_plugin_defect_fails_exactly_its_clause(overrides, clause, finding):
+    """A defect mode, or a breach the fake's settings express; DP-LAW-TOPOLOGY stays applicable throughout."""
+    overrides = dict(overrides)
+    cert = run_device_plugin(overrides.pop("defects", ()), **overrides)
+    assert cert.failed_ids() == [clause], [(r.clause.id, r.message) for r in cert.results if r.verdict == FAIL]
+    result = next(r for r in cert.results if r.clause.id == clause)
+    assert finding in result.message
+    assert all(v == PASS for c, v in verdicts(cert).items() if c != clause)
+    if clause == "DP-ALLOC-UNKNOWN":  # the crash itself is the evidence, and the subject was started again
+        assert "subject process: exit 2" in result.evidence
+        assert any("panic: Allocate: unknown device IDs" in line for line in result.evidence)
+        assert cert.notes[0] == "subject process: started 2 time(s), exit 0"
+
+
+DRA_DEFECTS = [
+    ("prepare-rejects-repeat", "DRA-PREPARE-IDEMPOTENT", "is already prepared"),
+    ("prepare-all-or-nothing", "DRA-PREPARE-MULTI", "NodePrepareResources failed as a whole: INTERNAL"),
+    ("unprepare-keeps-cdi", "DRA-CDI-REMOVED", "still defined after unprepare"),
+    ("unprepare-unknown-claim-error", "DRA-UNPREPARE-UNKNOWN", "was never prepared here"),
+    ("unprepare-rejects-repeat", "DRA-UNPREPARE-IDEMPOTENT", "second unprepare of uid-a: claim uid-a is not prepared"),
+    ("cdi-invalid-version", "DRA-CDI-VALID", "cdiVersion '0.0.0-defect' is not a released CDI version"),
+    ("restart-renames-cdi-devices", "DRA-RESTART", "after the restart prepare gave"),
+    ("prepare-first-device-only", "DRA-PREPARE", "prepared devices ['dev-0'], the allocation has ['dev-0', 'dev-1']"),
+]
+
+
+@pytest.mark.parametrize("defect,clause,finding", DRA_DEFECTS, ids=[d for d, _, _ in DRA_DEFECTS])
+def test_each_dra_driver_defect_fails_exactly_its_clause(defect, clause, finding):
+    cert = run_dra_driver([defect])
+    assert cert.failed_ids() == [clause], [(r.clause.id, r.message) for r in cert.results if r.verdict == FAIL]
+    assert finding in next(r for r in cert.results if r.clause.id == clause).message
+    assert all(v == PASS for c, v in verdicts(cert).items() if c not in (clause, "DRA-SLICES"))
+
+
+def test_without_claims_the_prepare_clauses_are_not_applicable_never_passed():
+    cert = run_dra_driver(claims=[])
+    got = verdicts(cert)
+    assert {c: v for c, v in got.items() if v == PASS} == {
+        "DRA-REG-SOCKET": PASS,
+        "DRA-REG-INFO": PASS,
+        "DRA-REG-NOTIFY": PASS,
+        "DRA-SERVICE": PASS,
+        # A made-up claim needs no allocation: unpreparing it is checkable without claims.
+        "DRA-UNPREPARE-UNKNOWN": PASS,
+    }
+    assert cert.failed_ids() == []
+    assert len(CLAIMS) == 2
+
+
+def test_the_evidence_is_the_rpc_exchange(clean_dra_driver):
+    prepare = next(r for r in clean_dra_driver.results if r.clause.id == "DRA-PREPARE")
+    assert prepare.evidence[0] == (
+        '-> v1.DRAPlugin/NodePrepareResources [{"namespace": "ns-1", "uid": "uid-a", "name": "claim-a"}]'
+    )
+    assert '"cdi_device_ids": ["dra.example.com/device=uid-a-dev-0"]' in prepare.evidence[1]
+
+
+def test_a_subject_that_never_starts_fails_every_clause_at_once_with_its_exit(tmp_path, plugin_root):
+    from device_conformance.certify.device_plugin import DevicePluginTarget, certify_device_plugin
+    from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver
+
+    command = "sh -c 'echo cannot open /dev/gpu0; exit 3'"
+    (plugin_root / "dp").mkdir()
+    dp = certify_device_plugin(DevicePluginTarget(str(plugin_root / "dp"), command=command, workdir=tmp_path / "dp"))
+    assert dp.failed_ids() == [c.id for c in DEVICE_PLUGIN_CLAUSES]
+    assert dp.results[0].evidence[0] == "the subject exited (exit 3) before registering"
+    assert "  log: cannot open /dev/gpu0" in dp.results[0].evidence
+    assert sum(r.seconds for r in dp.results) < 10, "no clause waits for a subject that is gone"
+
+    dra = certify_dra_driver(
+        DraDriverTarget(str(plugin_root / "reg"), "x.example.com", command, CLAIMS, workdir=tmp_path / "dra")
+    )
+    assert dra.failed_ids() == [
+        "DRA-REG-SOCKET",
+        "DRA-REG-INFO",
+        "DRA-REG-NOTIFY",
+        "DRA-SERVICE",
+        "DRA-PREPARE",
+        "DRA-PREPARE-MULTI",
+        "DRA-UNPREPARE-UNKNOWN",
+        "DRA-RESTART",
+    ]
+    # The clauses that build on a prepared claim say which failed clause kept them from being checked.
+    assert {r.clause.id: r.message for r in dra.results if r.verdict == NOT_APPLICABLE} == {
+        "DRA-CDI-VALID": "no claim was prepared (DRA-PREPARE)",
+        "DRA-PREPARE-IDEMPOTENT": "the first prepare did not succeed (DRA-PREPARE)",
+        "DRA-UNPREPARE": "no claim was prepared (DRA-PREPARE)",
+        "DRA-CDI-REMOVED": "no claim was unprepared (DRA-UNPREPARE)",
+        "DRA-UNPREPARE-IDEMPOTENT": "the claim was not unprepared (DRA-UNPREPARE)",
+        "DRA-SLICES": "no API server in sanity mode (give --kubeconfig and --node to check ResourceSlices)",
+    }
+    assert "the subject exited (exit 3)" in dra.results[0].evidence[0]

@@ -1,0 +1,78 @@
+"""The ResourceSlice checks (certify/resourceslices.py), on the bodies our fake driver publishes."""
+
+import copy
+
+import pytest
+
+from device_conformance.certify import resourceslices
+from device_conformance.certify.clauses import BY_ID
+from device_conformance.certify.dra_driver import DraDriverCertifier, DraDriverTarget
+from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, run_step
+from device_conformance.fakes.dra_driver import DeviceSpec
+from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
+
+DRIVER, NODE = "dra.example.com", "node-1"
+
+
+def fake_slice(api_version="resource.k8s.io/v1"):
+    devices = [
+        DeviceSpec("dev-0", attributes={"model": "x1", "index": 0}, capacity={"memory": "16Gi"}),
+        DeviceSpec("dev-1", taints=[{"key": "example.com/broken", "value": "yes", "effect": "NoExecute"}]),
+    ]
+    return build_resource_slice(
+        driver=DRIVER, node_name=NODE, pool=NODE, generation=1, devices=devices, api_version=api_version
+    )
+
+
+@pytest.mark.parametrize("api_version", ["resource.k8s.io/v1", "resource.k8s.io/v1beta1"])
+def test_what_the_fake_publishes_is_valid(api_version):
+    assert resourceslices.problems([fake_slice(api_version)], DRIVER, NODE) == []
+
+
+def broken(edit):
+    body = copy.deepcopy(fake_slice())
+    edit(body["spec"])
+    return body
+
+
+@pytest.mark.parametrize(
+    "edit,problem",
+    [
+        (lambda s: s["devices"].append(copy.deepcopy(s["devices"][0])), "device names ['dev-0'] appear more than once"),
+        (lambda s: s["devices"][0].update(name="Dev_0"), "device name 'Dev_0' is not a DNS label"),
+        (lambda s: s["pool"].update(generation=-1), "pool generation -1 is not a non-negative integer"),
+        (lambda s: s["pool"].update(resourceSliceCount=2), "1 slice(s), resourceSliceCount says [2]"),
+        (lambda s: s.update(allNodes=True), "exactly one of"),
+        (lambda s: s.update(nodeName="node-2"), "nodeName 'node-2', expected 'node-1'"),
+        (lambda s: s["devices"][0]["attributes"].update(bad={"int": 1, "bool": True}), "must set exactly one of"),
+        (lambda s: s["devices"][0]["attributes"].update(v={"version": "1.2"}), "version '1.2' is not semver"),
+        (lambda s: s["devices"][0]["capacity"].update(memory={"value": "lots"}), "is not a quantity"),
+        (lambda s: s["devices"][1]["taints"][0].update(effect="Evict"), "taint effect 'Evict'"),
+    ],
+)
+def test_each_broken_rule_is_reported(edit, problem):
+    found = resourceslices.problems([broken(edit)], DRIVER, NODE)
+    assert len(found) == 1 and problem in found[0], found
+
+
+def slices_step(monkeypatch, listed, kubeconfig="kubeconfig"):
+    """The DRA-SLICES step of the certifier, with the API server's answer replaced by `listed`."""
+    monkeypatch.setattr(resourceslices, "list_slices", lambda kc, driver, node: listed)
+    target = DraDriverTarget(registry_dir="/nonexistent", driver=DRIVER, kubeconfig=kubeconfig, node_name=NODE)
+    return run_step(BY_ID["DRA-SLICES"], DraDriverCertifier(target).slices)
+
+
+def test_the_slices_clause_passes_valid_slices_and_fails_broken_ones(monkeypatch):
+    assert slices_step(monkeypatch, [fake_slice()]).verdict == PASS
+    failed = slices_step(monkeypatch, [broken(lambda s: s["pool"].update(generation=-1))])
+    assert (failed.verdict, failed.message) == (
+        FAIL,
+        "slice 'node-1-dra.example.com': pool generation -1 is not a non-negative integer",
+    )
+    none = slices_step(monkeypatch, [])
+    assert (none.verdict, none.message) == (FAIL, "no ResourceSlice of driver dra.example.com for node node-1")
+
+
+def test_without_a_kubeconfig_slices_are_not_applicable(monkeypatch):
+    result = slices_step(monkeypatch, [fake_slice()], kubeconfig=None)
+    assert result.verdict == NOT_APPLICABLE and "no API server in sanity mode" in result.message
