@@ -9,7 +9,7 @@ import grpc
 from google.protobuf.message import Message
 
 from device_conformance.fakes.common.calls import STREAM_SEND, CallLog
-from device_conformance.fakes.common.faults import Faults
+from device_conformance.fakes.common.faults import Faults, Status
 from device_conformance.fakes.common.rpc import Served, end_call, to_dict
 from device_conformance.fakes.device_plugin.allocate import container_response, preferred
 from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig
@@ -50,16 +50,27 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
     def GetPreferredAllocation(
         self, request: pb.PreferredAllocationRequest, context: grpc.ServicerContext
     ) -> pb.PreferredAllocationResponse:
+        order = self._config.preferred_order
+        failing = sorted(
+            {r.allocation_size for r in request.container_requests} & set(self._config.preferred_fail_sizes)
+        )
+
         def answer() -> pb.PreferredAllocationResponse:
             return pb.PreferredAllocationResponse(
                 container_responses=[
                     pb.ContainerPreferredAllocationResponse(
-                        deviceIDs=preferred(r.available_deviceIDs, r.must_include_deviceIDs, r.allocation_size)
+                        deviceIDs=preferred(r.available_deviceIDs, r.must_include_deviceIDs, r.allocation_size, order)
                     )
                     for r in request.container_requests
                 ]
             )
 
+        if failing:
+            call = self._rpc.start("GetPreferredAllocation", request)
+            self._rpc.admit(call, context)
+            end_call(
+                self._log, call, context, Status("INTERNAL", f"fake preferred allocation failure for size {failing[0]}")
+            )
         return self._unary("GetPreferredAllocation", request, context, answer)
 
     def Allocate(self, request: pb.AllocateRequest, context: grpc.ServicerContext) -> pb.AllocateResponse:
