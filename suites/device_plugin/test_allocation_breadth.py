@@ -49,12 +49,9 @@ def test_each_app_container_gets_its_own_devices_of_each_resource(pod_factory, r
     pod.wait_running()
 
     # The kubelet allocates container by container, in spec order: main first, then second.
-    granted = {
-        "main": {a: None, b: None},
-        "second": {a: None, b: None},
-    }
-    granted["main"][a], granted["second"][a] = allocations(gpus, 2, 1)
-    granted["main"][b], granted["second"][b] = allocations(nics, 1, 1)
+    main_a, second_a = allocations(gpus, 2, 1)
+    main_b, second_b = allocations(nics, 1, 1)
+    granted = {"main": {a: main_a, b: main_b}, "second": {a: second_a, b: second_b}}
     for resource in (a, b):
         shared = set(granted["main"][resource]) & set(granted["second"][resource])
         assert not shared, f"the kubelet allocated {resource} devices {sorted(shared)} to both containers: {granted}"

@@ -7,6 +7,8 @@ module fixture `rejected`, whose background watches hold that minute while the m
 each rejection test checks the kubelet's answer at once and collects its watch.
 """
 
+import os
+import signal
 import uuid
 from dataclasses import dataclass
 
@@ -14,6 +16,7 @@ import pytest
 from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 
 from device_conformance import timeouts
+from device_conformance.expectations.deviceplugin import REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT
 from device_conformance.fakes.device_plugin import DevicePluginHandle
 from device_conformance.handles import NodeResource
 from device_conformance.wait.core import Watch, watch
@@ -143,6 +146,40 @@ def test_second_registration_on_the_same_socket_is_refused_and_a_survivor_serves
     [two] = allocations(survivor, 1)
     assert sorted(one + two) == ["dev-0", "dev-1"], f"the pods got {one} and {two}"
     allocations(first, 1)  # nothing more for the stopped first instance
+
+
+@pytest.mark.since("1.37", "per-socket device plugin endpoints (ManagerImpl.endpointStore, kubernetes#135437)")
+@pytest.mark.scenario("DM-U8")
+@pytest.mark.known_bug(REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT)
+def test_late_disconnect_of_a_reused_socket_frees_the_socket(
+    node_resource, device_plugin, register_plugin, shows_known_bug
+):
+    """A new instance taking over the socket path of a frozen one is refused ("device plugin already
+    connected": the old connection is still there). When the old process dies at last, its disconnect is
+    the resource's last one: every device goes unhealthy (capacity kept, allocatable 0), and the new
+    instance serving that socket can register and bring the devices back. On 1.37.1 the refused Register
+    dropped the live connection's client, so the late disconnect is never processed: the devices stay
+    allocatable with no plugin behind them and the socket stays "already connected"."""
+    old = register_plugin()
+    resource = old.config.resource_name
+    counts = node_resource(resource)
+    new = device_plugin(resource=resource, devices=("dev-0", "dev-1"), register_on_start=False)
+    os.kill(old.pid, signal.SIGSTOP)  # alive to the kubelet (its stream stays open), silent to everyone
+    try:
+        reg = new.register(socket_name=old.config.socket_name)
+        assert not reg.ok and reg.error.startswith(ALREADY_CONNECTED), (
+            f"taking over the socket of a live connection must be refused; the kubelet answered {reg}"
+        )
+        assert reg.error.endswith("/" + old.config.socket_name), reg.error
+    finally:
+        old.kill()
+    methods = [c.method for c in new.calls()]
+    assert methods == ["GetDevicePluginOptions"], f"the refused new instance got calls {methods}"
+    with shows_known_bug(REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT):
+        counts.wait_counts(2, 0, timeouts.DEVICE_COUNTS_AFTER_PLUGIN_KILL)
+        again = new.register()
+        assert again.ok, f"the new instance's registration after the old one died was refused: {again.error}"
+        counts.wait_counts(2, 2)
 
 
 @pytest.mark.since("1.37", "per-socket device plugin endpoints (ManagerImpl.endpointStore, kubernetes#135437)")
