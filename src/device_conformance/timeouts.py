@@ -126,6 +126,9 @@ DRA_CONNECTION = 30
 DRA_HEALTH_STREAM_OPEN = 30
 # A health update pushed on that stream shows in the pod's containerStatuses[].allocatedResourcesStatus.
 DRA_HEALTH_REPORTED = 30
+# A device plugin's health change (ListAndWatch) shows in the pod's allocatedResourcesStatus: the device
+# manager pushes the pod to the status manager at once (ManagerImpl.genericDeviceUpdateCallback).
+DEVICE_HEALTH_REPORTED = 30
 
 # -- Device taints ----------------------------------------------------------------------------------
 

@@ -145,3 +145,23 @@ def test_preferred_allocation_and_pre_start_when_advertised(kubelet_stub, start_
     ]
     ep.pre_start_container(["dev-1"])
     assert plugin.calls("PreStartContainer")[0].request == {"devices_ids": ["dev-1"]}
+
+
+def test_preferred_order_and_failing_sizes(kubelet_stub, start_plugin):
+    """preferred_order wins over the kubelet's order (after must_include); a size in preferred_fail_sizes
+    ends the call with INTERNAL and logs it."""
+    plugin = start_plugin(
+        devices=[DeviceConfig(f"dev-{i}") for i in range(4)],
+        options=OptionsConfig(get_preferred_allocation_available=True),
+        preferred_order=["dev-3", "dev-9", "dev-1"],
+        preferred_fail_sizes=[3],
+    )
+    ep = kubelet_stub.endpoint(RESOURCE)
+    available = ["dev-0", "dev-1", "dev-2", "dev-3"]
+    assert ep.get_preferred_allocation(available, must_include=[], size=2) == ["dev-3", "dev-1"]
+    assert ep.get_preferred_allocation(available, must_include=["dev-2"], size=2) == ["dev-2", "dev-3"]
+    with pytest.raises(grpc.RpcError) as failed:
+        ep.get_preferred_allocation(available, must_include=[], size=3)
+    assert failed.value.code() == grpc.StatusCode.INTERNAL
+    last = plugin.calls("GetPreferredAllocation")[-1]
+    assert last.error == {"code": "INTERNAL", "message": "fake preferred allocation failure for size 3"}

@@ -40,15 +40,17 @@ def pod_manifest(
     node_name: str | None = None,
     labels: Mapping[str, str] | None = None,
     init_containers: Sequence[dict] = (),
+    containers: Sequence[dict] = (),
     finalizers: Sequence[str] = (),
 ) -> dict:
-    """A pod whose container "main" runs `command`; init_containers are container_spec() dicts."""
+    """A pod whose container "main" runs `command`; init_containers and containers (further app
+    containers, after main) are container_spec() dicts."""
     spec: dict = {
         "restartPolicy": restart_policy,
         "dnsPolicy": "Default",  # no cluster DNS in these clusters
         "automountServiceAccountToken": False,
         "terminationGracePeriodSeconds": 1,
-        "containers": [container_spec("main", command, resources=resources)],
+        "containers": [container_spec("main", command, resources=resources), *containers],
     }
     if init_containers:
         spec["initContainers"] = list(init_containers)

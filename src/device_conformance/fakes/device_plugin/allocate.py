@@ -52,10 +52,12 @@ def container_response(cfg: AllocateConfig, ids: Sequence[str], resource: str) -
     return resp
 
 
-def preferred(available: Sequence[str], must_include: Sequence[str], size: int) -> list[str]:
-    """The kubelet's own fallback order: the required devices first, then the available ones in order."""
+def preferred(available: Sequence[str], must_include: Sequence[str], size: int, order: Sequence[str] = ()) -> list[str]:
+    """The required devices first, then the available ones of `order` (the plugin's own preference, in
+    that order), then the other available ones in the kubelet's order."""
     chosen = list(dict.fromkeys(must_include))
-    for device_id in available:
+    offered = set(available)
+    for device_id in [*(d for d in order if d in offered), *available]:
         if len(chosen) >= size:
             break
         if device_id not in chosen:

@@ -150,6 +150,12 @@ class DevicePluginConfig:
     # "{resource}={id}". Empty: no spec.
     cdi_dir: str = ""
     cdi_kind: str = ""
+    # GetPreferredAllocation (when advertised in options) prefers these device IDs, in this order, over
+    # the kubelet's order of the available ones; a preference the kubelet must honour.
+    preferred_order: list[str] = field(default_factory=list)
+    # Defective-vendor mode: GetPreferredAllocation fails (INTERNAL) for a container request of one of
+    # these sizes, as in upstream's test of the stale-allocation fix (kubernetes#130172).
+    preferred_fail_sizes: list[int] = field(default_factory=list)
     # Names from DEFECTS; empty for a plugin that keeps the contract.
     defects: list[str] = field(default_factory=list)
 

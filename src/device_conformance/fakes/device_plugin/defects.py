@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -37,7 +38,9 @@ def _first_available(available: Sequence[str], must_include: Sequence[str], size
 
 
 def preferred(config: DevicePluginConfig) -> Callable[[Sequence[str], Sequence[str], int], list[str]]:
-    return _first_available if "preferred-ignores-must-include" in config.defects else kubelet_order
+    if "preferred-ignores-must-include" in config.defects:
+        return _first_available
+    return functools.partial(kubelet_order, order=config.preferred_order)
 
 
 def answered_containers(

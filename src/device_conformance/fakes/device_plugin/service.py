@@ -9,7 +9,7 @@ import grpc
 from google.protobuf.message import Message
 
 from device_conformance.fakes.common.calls import STREAM_SEND, CallLog
-from device_conformance.fakes.common.faults import Faults
+from device_conformance.fakes.common.faults import Faults, Status
 from device_conformance.fakes.common.rpc import Served, end_call, to_dict
 from device_conformance.fakes.device_plugin import defects
 from device_conformance.fakes.device_plugin.allocate import container_response
@@ -52,6 +52,10 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
     def GetPreferredAllocation(
         self, request: pb.PreferredAllocationRequest, context: grpc.ServicerContext
     ) -> pb.PreferredAllocationResponse:
+        failing = sorted(
+            {r.allocation_size for r in request.container_requests} & set(self._config.preferred_fail_sizes)
+        )
+
         def answer() -> pb.PreferredAllocationResponse:
             return pb.PreferredAllocationResponse(
                 container_responses=[
@@ -64,6 +68,12 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
                 ]
             )
 
+        if failing:
+            call = self._rpc.start("GetPreferredAllocation", request)
+            self._rpc.admit(call, context)
+            end_call(
+                self._log, call, context, Status("INTERNAL", f"fake preferred allocation failure for size {failing[0]}")
+            )
         return self._unary("GetPreferredAllocation", request, context, answer)
 
     def Allocate(self, request: pb.AllocateRequest, context: grpc.ServicerContext) -> pb.AllocateResponse:

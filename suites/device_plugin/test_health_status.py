@@ -1,0 +1,87 @@
+"""Device health in the pod status (ResourceHealthStatus): each container's allocatedResourcesStatus names
+its own devices, with the health the plugin reports, also for a container that never started
+(upstream device_plugin_failures_pod_status_test.go; the kubelet's ManagerImpl.UpdateAllocatedResourcesStatus).
+"""
+
+import pytest
+from device_conformance.fixtures.device_plugins import allocations
+
+from device_conformance import timeouts
+from device_conformance.kube import pods
+from device_conformance.wait.core import Pending, until
+
+pytestmark = [
+    pytest.mark.deviceplugin,
+    pytest.mark.since("1.36", "ResourceHealthStatus is beta and on by default (alpha, off, in 1.31-1.35)"),
+]
+
+ABSENT_IMAGE = "device-conformance.local/absent:v1"  # never built here, and nothing can be pulled
+
+
+def _health(pod) -> dict[str, dict[str, dict[str, str]]]:
+    """container -> resource -> device ID -> health, from the pod's allocatedResourcesStatus."""
+    current = pod.read()
+    statuses = [*(current.status.init_container_statuses or []), *(current.status.container_statuses or [])]
+    return {
+        s.name: {
+            r.name: {h.resource_id: h.health for h in r.resources or []} for r in s.allocated_resources_status or []
+        }
+        for s in statuses
+    }
+
+
+def _wait_health(pod, wanted: dict) -> None:
+    def probe() -> bool | Pending:
+        seen = _health(pod)
+        return True if seen == wanted else Pending(f"allocatedResourcesStatus {seen}")
+
+    until(probe, what=f"{pod} to report device health {wanted}", timeout=timeouts.DEVICE_HEALTH_REPORTED)
+
+
+@pytest.mark.scenario("DP-H1", "DM-U10")
+def test_each_container_reports_the_health_of_its_own_devices(pod_factory, registered_plugin):
+    """Two containers with one device each: both report their own device Healthy; the plugin turns one
+    device unhealthy, only its container reports it Unhealthy (the other container's status is unchanged);
+    healthy again, both report Healthy."""
+    plugin = registered_plugin
+    resource = plugin.config.resource_name
+    second = pods.container_spec("second", ["sleep", "86400"], resources={resource: 1})
+    pod = pod_factory("health", ["sleep", "86400"], resources={resource: 1}, containers=[second])
+    pod.wait_running()
+    [main_dev], [second_dev] = allocations(plugin, 1, 1)
+
+    def expected(main: str, other: str) -> dict:
+        return {"main": {resource: {main_dev: main}}, "second": {resource: {second_dev: other}}}
+
+    _wait_health(pod, expected("Healthy", "Healthy"))
+    plugin.set_health(main_dev, False)
+    _wait_health(pod, expected("Unhealthy", "Healthy"))
+    plugin.set_health(main_dev, True)
+    _wait_health(pod, expected("Healthy", "Healthy"))
+
+
+@pytest.mark.scenario("DP-H2")
+def test_health_is_reported_for_a_container_that_never_started(pod_factory, registered_plugin):
+    """A container whose image cannot be pulled (ErrImagePull / ImagePullBackOff) still holds the device it
+    was allocated at admission and reports its health: Healthy, then Unhealthy when the plugin says so."""
+    plugin = registered_plugin
+    resource = plugin.config.resource_name
+    stuck = pods.container_spec("stuck", ["sleep", "86400"], resources={resource: 1})
+    stuck.update(image=ABSENT_IMAGE, imagePullPolicy="IfNotPresent")
+    pod = pod_factory("nopull", ["sleep", "86400"], containers=[stuck])
+
+    def pulling() -> bool | Pending:
+        current = pod.read()
+        status = next((s for s in current.status.container_statuses or [] if s.name == "stuck"), None)
+        waiting = status.state.waiting.reason if status and status.state.waiting else None
+        return True if waiting in ("ErrImagePull", "ImagePullBackOff") else Pending(pods.summary(current))
+
+    until(
+        pulling,
+        what=f"container stuck of {pod} to fail pulling {ABSENT_IMAGE}",
+        timeout=timeouts.DEVICE_HEALTH_REPORTED,
+    )
+    [[device]] = allocations(plugin, 1)
+    _wait_health(pod, {"main": {}, "stuck": {resource: {device: "Healthy"}}})
+    plugin.set_health(device, False)
+    _wait_health(pod, {"main": {}, "stuck": {resource: {device: "Unhealthy"}}})
