@@ -178,7 +178,10 @@ def test_bad_input_gives_one_error_naming_the_fix_and_leaves_nothing(row: Row, t
             os.killpg(proc.pid, signal.SIGKILL)
             output, _ = proc.communicate()
             pytest.fail(f"still running after {COMMAND_TIMEOUT}s: the bad input was not refused\n{output[-3000:]}")
-        left = _left_behind(before, _files(tmp)) + _session_processes(proc.pid)
+        stragglers = _session_processes(proc.pid)
+        if stragglers:
+            os.killpg(proc.pid, signal.SIGKILL)  # reported below; not left running after a failed row
+        left = _left_behind(before, _files(tmp)) + stragglers
         left += [f"mount {m}" for m in sorted(set(_mounts()) - set(mounts))]
     shown = f"\n--- output of {row.command()} ---\n{output[-4000:]}"
     message = row.message.replace("{tmp}", str(tmp))
