@@ -4,7 +4,8 @@ test_bad_input_table.py, and docs/bad-input.md rendered from the same rows.
 A row is data: the command a user would type (the real `device-conformance` CLI, `pytest suites ...`,
 or a fake's `python -m`), the environment it runs with, the exit code, the key line of the one error it
 must print (and the start of its fix), and what may be left afterwards. `{tmp}` in a row stands for a
-fresh directory of the test; the doc shows it as `$TMP`. Some rows need the world arranged first (a busy
+fresh directory of the test, `{port}` for DEVICE_CONFORMANCE_BASE_PORT as the row ran; the doc shows
+them as `$TMP` and `$PORT`. Some rows need the world arranged first (a busy
 port, a corrupt cache entry, a full disk): `given` names a function of this module that does it.
 
 Regenerate the doc after editing a row:
@@ -315,7 +316,7 @@ ROWS: list[Row] = [
         "a busy port range (the pinned block)",
         UP,
         given="busy_port",
-        message="on 127.0.0.1 is in use (DEVICE_CONFORMANCE_BASE_PORT=",
+        message="port {port} on 127.0.0.1 is in use (DEVICE_CONFORMANCE_BASE_PORT={port} asks for {port}-",
         fix="fix: stop that process, or unset DEVICE_CONFORMANCE_BASE_PORT to let the suite pick free ports",
         exit_code=2,
     ),
@@ -334,7 +335,6 @@ ROWS: list[Row] = [
         message="the local provider runs etcd, containerd and a kubelet, which needs root",
         fix="fix: run as root (e.g. `sudo make e2e`), or use PROVIDER=kind / PROVIDER=existing",
         exit_code=2,
-        needs="root",
     ),
     Row(
         "a missing Debian package (etcd-server)",
@@ -460,7 +460,7 @@ def markdown() -> str:
 
 
 def _code(text: str) -> str:
-    return "`" + text.replace("{tmp}", "$TMP").replace("`", "'") + "`"
+    return "`" + text.replace("{tmp}", "$TMP").replace("{port}", "$PORT").replace("`", "'") + "`"
 
 
 if __name__ == "__main__":

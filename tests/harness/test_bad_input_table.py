@@ -16,7 +16,9 @@ import os
 import signal
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -64,6 +66,10 @@ def _env(row: Row, tmp: Path) -> dict[str, str]:
         env |= {"https_proxy": CLOSED_PORT_PROXY, "HTTPS_PROXY": CLOSED_PORT_PROXY}
         env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep) if not _has_go(d))
     return env | {name: value.replace("{tmp}", str(tmp)) for name, value in row.env.items()}
+
+
+def _expand(text: str, tmp: Path, env: dict[str, str]) -> str:
+    return text.replace("{tmp}", str(tmp)).replace("{port}", env.get("DEVICE_CONFORMANCE_BASE_PORT", "{port}"))
 
 
 def _has_go(directory: str) -> bool:
@@ -144,18 +150,25 @@ def _proxy_refuses(version: str) -> str | None:
 
 def _skip_reason(row: Row) -> str | None:
     if row.needs == "root" and os.geteuid() != 0:
-        return "needs root (mounts a tmpfs / switches user)"
+        return "needs root (it mounts a tmpfs, or its check comes after the root check)"
     if row.needs == "proxy":
         return _proxy_refuses(row.env["K8S_VERSION"])
     return None
 
 
-@pytest.mark.parametrize("row", ROWS, ids=[row.input for row in ROWS])
-def test_bad_input_gives_one_error_naming_the_fix_and_leaves_nothing(row: Row, tmp_path: Path):
-    reason = _skip_reason(row)
-    if reason:
-        pytest.skip(reason)
-    tmp = tmp_path.resolve()
+@dataclass
+class Outcome:
+    """What one row's command did."""
+
+    tmp: Path
+    env: dict[str, str]
+    returncode: int | None  # None: still running at COMMAND_TIMEOUT (killed)
+    output: str
+    left: list[str]
+
+
+def _try(row: Row, tmp: Path, rows_root: Path) -> Outcome:
+    """Arrange the row's world, run its command in a session of its own, and see what it left."""
     env = _env(row, tmp)
     with ExitStack() as cleanup:
         given = Given(tmp, env, cleanup)
@@ -174,24 +187,62 @@ def test_bad_input_gives_one_error_naming_the_fix_and_leaves_nothing(row: Row, t
         )
         try:
             output, _ = proc.communicate(timeout=COMMAND_TIMEOUT)
+            returncode: int | None = proc.returncode
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             output, _ = proc.communicate()
-            pytest.fail(f"still running after {COMMAND_TIMEOUT}s: the bad input was not refused\n{output[-3000:]}")
+            returncode = None
         stragglers = _session_processes(proc.pid)
         if stragglers:
-            os.killpg(proc.pid, signal.SIGKILL)  # reported below; not left running after a failed row
+            os.killpg(proc.pid, signal.SIGKILL)  # reported; not left running after a failed row
         left = _left_behind(before, _files(tmp)) + stragglers
-        left += [f"mount {m}" for m in sorted(set(_mounts()) - set(mounts))]
+        # Rows run side by side: a mount under another row's directory (the full-disk row's tmpfs) is that row's.
+        new_mounts = sorted(set(_mounts()) - set(mounts))
+        left += [f"mount {m}" for m in new_mounts if not _under(m, rows_root) or _under(m, tmp)]
+    return Outcome(tmp, env, returncode, output, left)
+
+
+def _under(mount: str, directory: Path) -> bool:
+    point = mount.split()[0]
+    return point == str(directory) or point.startswith(f"{directory}/")
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Future[Outcome]]:
+    """Every runnable row, run side by side (each command is mostly Python start-up: this keeps the module
+    well under a minute on 2 cores). Each test waits for its own row."""
+    rows_root = tmp_path_factory.mktemp("bad-input").resolve()
+    runnable = [row for row in ROWS if _skip_reason(row) is None]
+    for index in range(len(runnable)):
+        (rows_root / f"row{index}").mkdir()
+    with ThreadPoolExecutor(max_workers=max(4, os.cpu_count() or 4)) as pool:
+        futures = {
+            row.input: pool.submit(_try, row, rows_root / f"row{index}", rows_root)
+            for index, row in enumerate(runnable)
+        }
+        wait(futures.values())
+    return futures
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[row.input for row in ROWS])
+def test_bad_input_gives_one_error_naming_the_fix_and_leaves_nothing(row: Row, outcomes: dict[str, Future[Outcome]]):
+    reason = _skip_reason(row)
+    if reason:
+        pytest.skip(reason)
+    outcome = outcomes[row.input].result()
+    output, tmp, env = outcome.output, outcome.tmp, outcome.env
     shown = f"\n--- output of {row.command()} ---\n{output[-4000:]}"
-    message = row.message.replace("{tmp}", str(tmp))
-    assert proc.returncode == row.exit_code, f"exit code {proc.returncode}, expected {row.exit_code}{shown}"
+    assert outcome.returncode is not None, (
+        f"still running after {COMMAND_TIMEOUT}s: the bad input was not refused{shown}"
+    )
+    message = _expand(row.message, tmp, env)
+    assert outcome.returncode == row.exit_code, f"exit code {outcome.returncode}, expected {row.exit_code}{shown}"
     assert output.count(message) == 1, f"the key line should appear once: {message!r}{shown}"
-    assert row.fix.replace("{tmp}", str(tmp)) in output, f"the fix is not named: {row.fix!r}{shown}"
+    assert _expand(row.fix, tmp, env) in output, f"the fix is not named: {row.fix!r}{shown}"
     for text in row.also:
         assert text in output, f"{text!r} is not named{shown}"
     assert "Traceback" not in output, f"a traceback instead of a message{shown}"
-    assert left == [], f"left behind: {left}{shown}"
+    assert outcome.left == [], f"left behind: {outcome.left}{shown}"
     for path in row.gone:
         assert not Path(path.replace("{tmp}", str(tmp))).exists(), f"{path} is still there{shown}"
 
