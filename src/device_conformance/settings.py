@@ -242,7 +242,7 @@ class _Resolver:
             kubeconfig=kubeconfig,
             k8s_bin_dir=bin_dir,
             k8s_source=source,
-            upgrade_from=self.parsed("upgrade_from", KubeVersion.parse, PREVIOUS_MINOR_VERSION),
+            upgrade_from=self.upgrade_from(version),
             keep_cluster=self.flag("keep_cluster"),
             kind_cluster=self.text("kind_cluster"),
             kind_image=Setting(image, image_source)
@@ -293,6 +293,21 @@ class _Resolver:
                 "with it and version-dependent expectations use it",
             )
         return Setting(tree.version, Source("default", note=f"from the tree: {tree.how}"))
+
+    def upgrade_from(self, version: Setting[KubeVersion]) -> Setting[KubeVersion]:
+        """The upgrade tests' starting kubelet. One the user names must be older than the version under test:
+        an upgrade to the same or an older release tests no upgrade. The default is not judged here (a
+        matrix run of an older minor skips the upgrade tests, saying why)."""
+        upgrade = self.parsed("upgrade_from", KubeVersion.parse, PREVIOUS_MINOR_VERSION)
+        if upgrade.source != DEFAULT and upgrade.value >= version.value:
+            wanted = version.value
+            example = f" (e.g. {PREVIOUS_MINOR_VERSION})" if PREVIOUS_MINOR_VERSION.previous_minor_of(wanted) else ""
+            raise BadInput(
+                f"{upgrade.source.shows(str(upgrade.value))} is not older than the version under test "
+                f"{wanted} ({version.source}): an upgrade test goes from an older kubelet to {wanted}",
+                f"set UPGRADE_FROM to a {wanted.major}.{wanted.minor - 1}.x release{example}, {upgrade.source.undo()}",
+            )
+        return upgrade
 
     def flag(self, name: str) -> Setting[bool]:
         given = self.options.get(name)

@@ -94,3 +94,32 @@ def test_run_left_by_a_crashed_session_is_cleaned(monkeypatch, tmp_path, capsys)
 
 def test_state_root_is_short_enough_for_sockets():
     assert len(os.fspath(Path("/var/lib/device-conformance/runs/r123456/node/kubelet/plugins_registry"))) < 80
+
+
+@pytest.mark.parametrize(
+    ("expression", "names"),
+    [
+        ("smoke", ["smoke"]),
+        ("smoke or ((deviceplugin or dra or taints) and not slow)", ["smoke", "deviceplugin", "dra", "taints", "slow"]),
+        ("scenario(id='DP6') and not since", ["scenario", "since"]),
+        ('known_bug(name="a (b) or c") or dra', ["known_bug", "dra"]),
+    ],
+)
+def test_marker_names_of_an_expression_skip_keywords_and_call_arguments(expression, names):
+    from device_conformance.pytest_plugin.marker_expression import marker_names
+
+    assert marker_names(expression) == names
+
+
+def test_upgrade_from_is_judged_only_when_the_user_names_it():
+    from device_conformance.settings import resolve
+
+    # The default (1.36.4) is not older than 1.35.8: a matrix run of 1.35 skips the upgrade tests instead.
+    assert resolve({}, {"K8S_VERSION": "1.35.8"}).upgrade_from.value == KubeVersion(1, 36, 4)
+    with pytest.raises(BadInput) as excinfo:
+        resolve({"upgrade_from": "1.38.0"}, {})
+    assert excinfo.value.problem.startswith("--upgrade-from '1.38.0' is not older than the version under test 1.37.1")
+    assert (
+        excinfo.value.fix
+        == "set UPGRADE_FROM to a 1.36.x release (e.g. 1.36.4), or drop --upgrade-from for the default"
+    )

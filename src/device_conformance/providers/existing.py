@@ -28,7 +28,16 @@ class ExistingProvider:
         self.log = log
 
     def prepare(self) -> None:
-        """Nothing to fetch or build: the cluster is there already."""
+        """Nothing to fetch or build: the cluster is there already. Its kubeconfig must read as one,
+        so a broken file stops the session before the first test rather than failing every test."""
+        try:
+            Kube.from_kubeconfig(self.kubeconfig).close()
+        except Exception as exc:  # the client's loader raises ConfigException, YAML and type errors alike
+            raise BadInput(
+                f"kubeconfig {self.kubeconfig} is not usable: {type(exc).__name__}: {_first_line(exc)}",
+                "point --kubeconfig (or KUBECONFIG) at the kubeconfig of the cluster under test; "
+                "`kubectl --kubeconfig FILE config view --minify` shows what a file holds",
+            ) from None
 
     def up(self) -> ClusterHandle:
         try:
@@ -57,3 +66,8 @@ class ExistingProvider:
 
     def keep(self) -> str:
         return f"existing cluster left as it was ({self.kubeconfig})"
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else "(no message)"

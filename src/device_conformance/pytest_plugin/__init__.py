@@ -26,6 +26,7 @@ FIXTURE_MODULES = (
     "device_conformance.pytest_plugin.xdist_groups",
     "device_conformance.pytest_plugin.provider_preflight",
     "device_conformance.pytest_plugin.header",
+    "device_conformance.pytest_plugin.marker_expression",
 )
 
 

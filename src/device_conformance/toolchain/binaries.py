@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -32,6 +33,7 @@ from device_conformance.toolchain.source_build import ensure_source_binaries, so
 COMPONENTS = ("kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 KUBELET_ONLY = ("kubelet",)
 RELEASE_URL = "https://dl.k8s.io/{tag}/bin/linux/amd64/{name}"
+VERSION_TIMEOUT = 30  # seconds for `<binary> --version` (a cold start of a 100 MB binary on a busy host)
 
 KubernetesBinaries = BinarySet[KubeVersion]
 
@@ -110,13 +112,49 @@ def _known(components: Sequence[str]) -> tuple[str, ...]:
 
 
 def _from_user_dir(version: KubeVersion, user_dir: Path, components: Sequence[str]) -> KubernetesBinaries:
+    if not user_dir.is_dir():
+        raise BadInput(
+            f"K8S_BIN_DIR={user_dir} is not a directory",
+            f"point it at a directory holding {', '.join(components)} of v{version}, "
+            "or unset K8S_BIN_DIR to build them",
+        )
     missing = [name for name in components if not os.access(user_dir / name, os.X_OK)]
     if missing:
         raise BadInput(
             f"K8S_BIN_DIR={user_dir} has no executable {', '.join(missing)}",
             f"put {', '.join(components)} of v{version} there, or unset K8S_BIN_DIR to build them",
         )
+    # Binaries of another release would run under the expectations of `version`: every version-dependent
+    # check would judge the wrong kubelet. Each one says its own version (`kubelet --version`).
+    reported = {name: _reported_version(user_dir / name) for name in components}
+    wrong = {name: text for name, text in reported.items() if text != version.tag}
+    if wrong:
+        found = ", ".join(f"{name} {text}" for name, text in wrong.items())
+        distinct = set(reported.values())
+        only = distinct.pop() if len(distinct) == 1 else ""
+        hint = f"set K8S_VERSION={only[1:]} to test these, or " if only.startswith("v") else ""
+        raise BadInput(
+            f"K8S_BIN_DIR={user_dir} holds other binaries than Kubernetes {version.tag}: {found}",
+            f"{hint}put the {version.tag} binaries there, or unset K8S_BIN_DIR to build them",
+        )
     return BinarySet(version, user_dir, "user directory")
+
+
+def _reported_version(binary: Path) -> str:
+    """The release a Kubernetes binary reports (`Kubernetes v1.37.1` -> v1.37.1, build suffixes dropped),
+    or what it printed instead, shortened."""
+    try:
+        proc = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=VERSION_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"(does not run: {exc})"
+    words = proc.stdout.split()
+    if proc.returncode == 0 and len(words) == 2 and words[0] == "Kubernetes":
+        try:
+            return KubeVersion.from_reported(words[1]).tag
+        except BadInput:
+            pass
+    said = (proc.stdout + proc.stderr).strip().replace("\n", " ")[:80]
+    return f"(`{binary.name} --version` exits {proc.returncode}: {said!r})"
 
 
 def _download_release(version: KubeVersion, target: Path, components: Sequence[str], progress: Progress) -> bool:

@@ -8,6 +8,7 @@ session) from filling the same entry at once: the others wait and then find it c
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -19,8 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from device_conformance.errors import BadInput
+
 MANIFEST = "MANIFEST.json"
 CACHE_ENV = "DEVICE_CONFORMANCE_CACHE"
+MIB = 1 << 20
+# Room an entry needs per binary, checked before a fetch or build: the largest, kube-apiserver 1.37, is 114 MiB.
+BYTES_PER_BINARY = 128 * MIB
 
 Progress = Callable[[str], None]
 V = TypeVar("V")
@@ -47,8 +53,19 @@ def ensure_cached(cached: Path, names: Sequence[str], fill: Callable[[Path], str
 
     A usable cache entry is returned as "cache". Otherwise fill(staging) writes the files into an empty
     staging directory and returns its source; the manifest is recorded and the directory appears at
-    `cached` only by an atomic rename, so a half-written entry is never reused.
+    `cached` only by an atomic rename, so a half-written entry is never reused. A disk too full for the
+    entry is refused before anything is fetched or built (and a disk that fills up meanwhile, with the
+    same message), the staging directory removed.
     """
+    try:
+        return _ensure_cached(cached, names, fill, progress)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise _no_space(cached, names, f"filled up while writing it ({exc})") from None
+
+
+def _ensure_cached(cached: Path, names: Sequence[str], fill: Callable[[Path], str], progress: Progress) -> str:
     with _entry_lock(cached):
         if cached.exists():
             problem = verify_manifest(cached, names)
@@ -56,6 +73,9 @@ def ensure_cached(cached: Path, names: Sequence[str], fill: Callable[[Path], str
                 return "cache"
             progress(f"cached binaries in {cached} are unusable ({problem}); removing them and fetching again")
             shutil.rmtree(cached)
+        free = shutil.disk_usage(cached.parent).free
+        if free < BYTES_PER_BINARY * len(names):
+            raise _no_space(cached, names, f"has {free // MIB} MiB free")
         staging = cached.with_name(f"{cached.name}.partial-{os.getpid()}")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
@@ -71,6 +91,16 @@ def ensure_cached(cached: Path, names: Sequence[str], fill: Callable[[Path], str
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return source
+
+
+def _no_space(cached: Path, names: Sequence[str], what: str) -> BadInput:
+    need = BYTES_PER_BINARY * len(names) // MIB
+    return BadInput(
+        f"the disk of the binary cache {cache_root()} {what}; {cached.name} ({', '.join(names)}) needs about "
+        f"{need} MiB",
+        f"free space there, or set {CACHE_ENV} to a directory on a disk with room "
+        "(the cache keeps each version's binaries, about 400 MB for Kubernetes)",
+    )
 
 
 @contextmanager

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from device_conformance.errors import BadInput
-from device_conformance.expectations.versions import KubeVersion
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 from device_conformance.toolchain.cache import cache_root
 
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
@@ -67,8 +67,8 @@ def download_modules(specs: Sequence[str], version: KubeVersion) -> list[dict[st
         raise BadInput(
             f"K8S_VERSION={version} cannot be fetched: the Go module proxy answers: "
             + ("; ".join(failed) or proc.stderr.strip()),
-            "pick a released version the proxy serves (default 1.37.1; see README.md), "
-            "or set K8S_BIN_DIR to binaries you already have",
+            f"pick a released version the proxy serves (default {DEFAULT_K8S_VERSION}; "
+            "`go list -m -versions k8s.io/kubernetes` lists them), or set K8S_BIN_DIR to binaries you already have",
         )
     return records
 
@@ -132,10 +132,12 @@ def build_kubernetes(
     version: KubeVersion, target: Path, components: Sequence[str], progress: Callable[[str], None]
 ) -> None:
     """go build the given cmd/<component> binaries of `version` into target/."""
+    go = go_binary()
+    gomod = wrapper_gomod(version, module_gomod(version))  # refuses an unknown version before we write anything
     workdir = cache_root() / "gobuild" / version.tag
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "go.mod").write_text(wrapper_gomod(version, module_gomod(version)))
-    argv = [go_binary(), "build", "-v", "-ldflags", version_ldflags(version), "-o", str(target) + "/"]
+    (workdir / "go.mod").write_text(gomod)
+    argv = [go, "build", "-v", "-ldflags", version_ldflags(version), "-o", str(target) + "/"]
     argv += [f"k8s.io/kubernetes/cmd/{name}" for name in components]
     progress(
         f"building Kubernetes {version.tag} from the Go module proxy ({', '.join(components)}); "

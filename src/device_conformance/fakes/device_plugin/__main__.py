@@ -16,6 +16,7 @@ import sys
 import threading
 from types import FrameType
 
+from device_conformance.errors import BadInput
 from device_conformance.fakes.common.control import ControlServer
 from device_conformance.fakes.device_plugin.config import DevicePluginConfig
 from device_conformance.fakes.device_plugin.plugin import FakeDevicePlugin
@@ -32,7 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    config = DevicePluginConfig.load(args.config)
+    try:
+        config = DevicePluginConfig.load(args.config)
+    except BadInput as exc:
+        parser.exit(2, f"{parser.prog}: {exc}\n")  # before any socket exists: nothing to clean up
     if not config.control_socket:
         parser.error(f"{args.config}: control_socket is empty")
     stop = threading.Event()

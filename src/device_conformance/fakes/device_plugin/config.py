@@ -8,9 +8,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from device_conformance.errors import BadInput
+
+FIX_CONFIG = "write it with DevicePluginConfig(...).save(PATH) (fakes/device_plugin/config.py)"
 
 HEALTHY = "Healthy"
 UNHEALTHY = "Unhealthy"
@@ -192,7 +196,28 @@ class DevicePluginConfig:
 
     @classmethod
     def load(cls, path: str | Path) -> DevicePluginConfig:
-        return cls.from_dict(json.loads(Path(path).read_text()))
+        """The config in `path`; BadInput naming the key or the JSON error when it is not one."""
+        where = f"fake device plugin config {path}"
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"{where} is not readable JSON: {exc}", FIX_CONFIG) from None
+        if not isinstance(data, dict):
+            raise BadInput(f"{where} holds a {type(data).__name__}, not an object", FIX_CONFIG)
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        missing = sorted(
+            f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING and f.name not in data
+        )
+        if unknown or missing:
+            what = "; ".join(
+                part for part in (unknown and f"unknown keys {unknown}", missing and f"missing keys {missing}") if part
+            )
+            raise BadInput(f"{where}: {what}", f"{FIX_CONFIG}; its keys: {sorted(known)}")
+        try:
+            return cls.from_dict(data)
+        except (TypeError, KeyError, ValueError, AttributeError) as exc:
+            raise BadInput(f"{where}: a nested value is wrong: {type(exc).__name__}: {exc}", FIX_CONFIG) from None
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(self.to_json())

@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 
+from device_conformance.errors import BadInput
 from device_conformance.fakes.common.control import ControlServer
 from device_conformance.fakes.dra_driver.config import DriverConfig
 from device_conformance.fakes.dra_driver.driver import Driver
@@ -20,7 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m device_conformance.fakes.dra_driver")
     parser.add_argument("--config", required=True, help="JSON file with a DriverConfig")
     args = parser.parse_args(argv)
-    config = DriverConfig.load(args.config)
+    try:
+        config = DriverConfig.load(args.config)
+    except BadInput as exc:
+        parser.exit(2, f"{parser.prog}: {exc}\n")  # before any socket exists: nothing to clean up
 
     driver = Driver(config)
     driver.start()

@@ -11,6 +11,8 @@ from typing import Any
 from device_conformance.errors import BadInput
 from device_conformance.fakes.common.sockets import SUN_PATH_MAX
 
+FIX_CONFIG = "write it with DriverConfig(...).to_json() (fakes/dra_driver/config.py)"
+
 DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 
 # Defects a "defective vendor" driver can have (DriverConfig.defects). Each breaks one promise a real driver
@@ -162,5 +164,17 @@ class DriverConfig:
 
     @classmethod
     def load(cls, path: str) -> DriverConfig:
-        with open(path) as f:
-            return cls.from_dict(json.load(f))
+        """The config in `path`, validated; BadInput naming what is wrong when it is not one."""
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"fake DRA driver config {path} is not readable JSON: {exc}", FIX_CONFIG) from None
+        if not isinstance(data, dict):
+            raise BadInput(f"fake DRA driver config {path} holds a {type(data).__name__}, not an object", FIX_CONFIG)
+        try:
+            config = cls.from_dict(data)
+        except (TypeError, KeyError, ValueError, AttributeError) as exc:
+            raise BadInput(f"fake DRA driver config {path}: {type(exc).__name__}: {exc}", FIX_CONFIG) from None
+        config.validate()
+        return config

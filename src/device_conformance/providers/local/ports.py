@@ -13,6 +13,7 @@ from device_conformance.errors import BadInput
 FIRST_PORT = 21000
 PORTS_PER_RUN = 10
 MAX_BLOCKS = 400
+BASE_PORT_ENV = "DEVICE_CONFORMANCE_BASE_PORT"
 
 
 @dataclass(frozen=True)
@@ -43,22 +44,43 @@ def port_free(port: int) -> bool:
     return True
 
 
+def pinned_block() -> Ports | None:
+    """The block DEVICE_CONFORMANCE_BASE_PORT pins, checked free; None when it is not set.
+
+    Called before anything is built or started (LocalProvider), so a busy port stops a run at once
+    rather than after a build, and again when the cluster takes the block."""
+    pinned = os.environ.get(BASE_PORT_ENV, "").strip()
+    if not pinned:
+        return None
+    try:
+        base = int(pinned)
+    except ValueError:
+        base = -1
+    if not 1024 <= base <= 65535 - PORTS_PER_RUN:
+        raise BadInput(
+            f"{BASE_PORT_ENV}={pinned!r} is not a port number for a block of {PORTS_PER_RUN} ports",
+            f"set it to a number from 1024 to {65535 - PORTS_PER_RUN}, e.g. {FIRST_PORT}, "
+            "or unset it to let the suite pick free ports",
+        )
+    ports = Ports.from_base(base)
+    busy = [p for p in ports.as_dict().values() if not port_free(p)]
+    if busy:
+        raise BadInput(
+            f"port {busy[0]} on 127.0.0.1 is in use ({BASE_PORT_ENV}={pinned} asks for "
+            f"{ports.etcd_client}-{ports.kubelet_healthz}); see who holds it: ss -ltnp 'sport = :{busy[0]}'",
+            f"stop that process, or unset {BASE_PORT_ENV} to let the suite pick free ports",
+        )
+    return ports
+
+
 def allocate(lock_dir: Path, taken_bases: set[int]) -> Ports:
     """Pick a block whose ports are all free and not recorded by another live run.
 
     DEVICE_CONFORMANCE_BASE_PORT pins the block; then a busy port is an error naming the fix.
     """
-    pinned = os.environ.get("DEVICE_CONFORMANCE_BASE_PORT")
-    if pinned:
-        ports = Ports.from_base(int(pinned))
-        busy = [p for p in ports.as_dict().values() if not port_free(p)]
-        if busy:
-            raise BadInput(
-                f"port {busy[0]} on 127.0.0.1 is in use (DEVICE_CONFORMANCE_BASE_PORT={pinned} asks for "
-                f"{ports.etcd_client}-{ports.kubelet_healthz}); see who holds it: ss -ltnp 'sport = :{busy[0]}'",
-                "stop that process, or unset DEVICE_CONFORMANCE_BASE_PORT to let the suite pick free ports",
-            )
-        return ports
+    pinned = pinned_block()
+    if pinned is not None:
+        return pinned
     lock_dir.mkdir(parents=True, exist_ok=True)
     with (lock_dir / "ports.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -9,7 +9,7 @@ from pathlib import Path
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.kube.client import Kube
 from device_conformance.providers.base import ClusterHandle
-from device_conformance.providers.local import host
+from device_conformance.providers.local import host, ports
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.leftovers import clean_leftovers
 from device_conformance.providers.local.node import LocalNode
@@ -42,15 +42,20 @@ class LocalProvider:
 
     def prepare(self) -> None:
         """Everything that needs no cluster: host checks, binaries (Kubernetes, containerd), images (idempotent)."""
-        host.preflight()
+        self.preflight()
         self._prepared = (
             ensure_binaries(self.version, user_dir=self.bin_dir, source_tree=self.source_tree, progress=self.log),
             ensure_containerd(self.containerd_version, progress=self.log),
             build_images(cache_root() / "images"),
         )
 
-    def up(self) -> ClusterHandle:
+    def preflight(self) -> None:
+        """What the user must fix before anything is built or started: a busy pinned port block, then the host."""
+        ports.pinned_block()
         host.preflight()
+
+    def up(self) -> ClusterHandle:
+        self.preflight()
         clean_leftovers(self.log)
         if self._prepared is None:
             self.prepare()
