@@ -1,0 +1,74 @@
+"""podresources v1 with DRA: List and Get report each container's claims (`dynamic_resources`: driver, pool,
+device and CDI IDs, exactly what NodePrepareResources answered), before and after a kubelet restart (then from
+dra_manager_state); DRA devices are not device-plugin devices (neither in `devices` nor in
+GetAllocatableResources)."""
+
+import pytest
+
+from device_conformance import podresources, timeouts
+from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.fakes.common.calls import claim_record
+from device_conformance.podresources import ClaimResource, DynamicResource
+from device_conformance.wait.core import Pending, until
+
+pytestmark = [
+    pytest.mark.dra,
+    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
+]
+
+
+def normalized(dynamic):
+    """Claim resources in a fixed order (podresources promises none)."""
+    return tuple(DynamicResource(d.claim_name, d.claim_namespace, tuple(sorted(d.claim_resources))) for d in dynamic)
+
+
+def podresources_probe(socket, pod, driver_name, expected):
+    """A probe: None when List, Get and GetAllocatableResources all say what they must, else what they said."""
+
+    def probe():
+        listed = podresources.find_pod(podresources.list_pod_resources(socket), pod.name, pod.namespace)
+        if listed is None:
+            return Pending(f"{pod} not listed")
+        seen = {
+            "List": normalized(listed.container("main").dynamic_resources),
+            "Get": normalized(
+                podresources.get_pod_resources(socket, pod.name, pod.namespace).container("main").dynamic_resources
+            ),
+            "List devices": listed.container("main").devices,
+            "allocatable": [r for r in podresources.allocatable_resources(socket).device_ids if driver_name in r],
+        }
+        want = {"List": expected, "Get": expected, "List devices": (), "allocatable": []}
+        return True if seen == want else Pending(f"seen {seen}, expected {want}")
+
+    return probe
+
+
+@pytest.mark.disruptive
+@pytest.mark.since("1.34", "podresources Get (KubeletPodResourcesGet) on by default")
+def test_list_and_get_report_the_claims_devices_before_and_after_a_kubelet_restart(
+    node, dra_driver, dra_objects, kubelet_restored
+):
+    driver = dra_driver(devices=("dev-0", "dev-1"))
+    pod = dra_objects.claim_pod("podres", driver, request={"count": 2})
+    pod.wait_running()
+    claim = pod.claim()
+    name, uid = claim["metadata"]["name"], claim["metadata"]["uid"]
+    answered = driver.prepared()[uid]["devices"]
+    resources = sorted(
+        ClaimResource(driver.config.driver_name, d["pool_name"], d["device_name"], tuple(d["cdi_device_ids"]))
+        for d in answered
+    )
+    assert [r.device_name for r in resources] == ["dev-0", "dev-1"], f"prepared: {answered}"
+    expected = (DynamicResource(name, pod.namespace, tuple(resources)),)
+    socket = str(node.host_path(podresources.DEFAULT_SOCKET))
+
+    probe = podresources_probe(socket, pod, driver.config.driver_name, expected)
+    until(probe, what=f"podresources to report claim {name} of {pod}", timeout=timeouts.PODRESOURCES_LISTED)
+    node.kubelet.restart()
+    driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
+    until(
+        probe,
+        what=f"podresources to report claim {name} of {pod} after the kubelet restart",
+        timeout=timeouts.PODRESOURCES_LISTED,
+    )
+    assert claim_record(driver.calls("NodePrepareResources")) == [([uid], "ok")], "not prepared again"
