@@ -21,9 +21,8 @@ pytestmark = [
 PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 
 
-def not_started(pod):
-    """A stays() probe: None while no container of the pod ran, else which did."""
-    current = pod.read()
+def not_started(current):
+    """A PodHandle.stays() probe: None while no container of the pod ran, else which did."""
     ran = [c.name for c in current.status.container_statuses or [] if c.state.running or c.state.terminated]
     return f"containers ran: {ran} (phase {current.status.phase})" if ran else None
 

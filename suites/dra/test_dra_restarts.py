@@ -93,6 +93,7 @@ def test_node_reboot_prepares_the_claim_again_before_the_new_containers_start(
     assert claim_record(driver.calls(UNPREPARE)) == [], "no NodeUnprepareResources for a pod that kept running"
 
 
+@pytest.mark.scenario("DRA-E13")
 def test_container_restarted_after_a_kubelet_restart_gets_every_cdi_device(
     node, dra_driver, dra_objects, cdi_runtime, kubelet_restored
 ):
