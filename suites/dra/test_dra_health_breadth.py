@@ -57,6 +57,7 @@ def wait_health(pods_and_keys, health, timeout=timeouts.DRA_HEALTH_REPORTED):
     )
 
 
+@pytest.mark.slow  # the kubelet took 69 s to report the stopped driver's device Unknown (upstream allows 2 min)
 @pytest.mark.scenario("DRA-H2", "DRA-H3")
 def test_stopped_driver_devices_turn_unknown_and_updates_flow_after_it_returns(dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0", "dev-1"), health_service=True)

@@ -11,7 +11,7 @@ A real reboot also empties /var/run/cdi: the driver writes the claim's CDI spec 
 import os
 
 import pytest
-from device_conformance.fixtures.dra_pods import PRINT_DRA_ENV, seen_env
+from device_conformance.fixtures.dra_pods import PRINT_DRA_ENV, allocation, claim_with_requests, claims_pod, seen_env
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
@@ -221,3 +221,32 @@ def test_kubelet_sigkilled_during_unprepare_unprepares_again(node, dra_driver, d
     )
     assert driver.prepared() == {}
     assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "prepared once, for the pod's only start"
+
+
+@pytest.mark.scenario("DRA-T6")
+def test_unprepare_held_for_one_of_two_drivers_across_a_kubelet_restart_is_called_again(
+    node, dra_driver, dra_objects, kubelet_restored
+):
+    a = dra_driver(devices=("a-0",))
+    b = dra_driver(devices=("b-0",))
+    pair = claim_with_requests(dra_objects, {"first": a.config.driver_name, "second": b.config.driver_name})
+    pod = claims_pod(dra_objects, "t6", {"pair": pair}, {"main": ["pair"]}, command=["sleep", "86400"])
+    pod.wait_running(timeout=timeouts.CLAIM_POD_START)
+    uid = allocation(dra_objects, pair)[0]
+    b.block_unprepare()
+    pod.delete()
+    b.wait_for_blocked(UNPREPARE, timeout=timeouts.UNPREPARE)
+    node.kubelet.restart()
+    b.wait_for_call(UNPREPARE, count=2, timeout=timeouts.UNPREPARE_AFTER_RESTART)
+    b.wait_for_blocked(UNPREPARE)
+    assert pod.read_if_present() is not None, "the pod object went before driver b unprepared its claim"
+    b.unblock()
+    pod.wait_gone(timeout=timeouts.UNPREPARE_AFTER_RESTART)
+    assert claim_record(b.calls(UNPREPARE)) == [([uid], "error CANCELLED"), ([uid], "ok")], (
+        "the call held across the restart, then exactly one from the restarted kubelet"
+    )
+    # Driver a answered before the restart; the restarted kubelet may ask it again (unprepare is idempotent).
+    outcomes = {tuple(uids): outcome for uids, outcome in claim_record(a.calls(UNPREPARE))}
+    assert outcomes == {(uid,): "ok"}, f"driver a: {claim_record(a.calls(UNPREPARE))}"
+    assert (a.prepared(), b.prepared()) == ({}, {})
+    assert [claim_record(d.calls(PREPARE)) for d in (a, b)] == [[([uid], "ok")]] * 2, "prepared once per driver"
