@@ -199,3 +199,7 @@ UNHEALTHY_DEVICE_UNALLOCATABLE_WINDOW = ENDPOINT_STOP_GRACE_PERIOD + 60
 # of a re-admission, so upstream waits 1 min after the node is Ready again (test/e2e_node/
 # device_plugin_test.go, v1.37.1: "Pod should still be in Succeed state", kubernetes#126341).
 SUCCEEDED_POD_NOT_READMITTED_WINDOW = 60
+
+# A stopped DRA driver's devices turn Unknown in the pod status: upstream's e2e waits up to 2 minutes
+# (test/e2e_node/dra_test.go, "Resource Health", the stopped-plugin case).
+DRA_HEALTH_UNKNOWN = 120

@@ -68,6 +68,7 @@ class ClaimPreparer:
         if "restart-renames-cdi-devices" in self._config.defects and uid not in self._ever:
             known = None  # forgets what a predecessor prepared
         if known is not None:
+            self._restore_lost_spec(uid, known)
             return known["devices"]
         results = self._results(namespace, uid, name)
         if not results:
@@ -85,6 +86,16 @@ class ClaimPreparer:
             cdi.write_spec(spec_file, spec)
         self._state.set_prepared(uid, {"namespace": namespace, "name": name, "devices": devices, "cdi_spec": spec_file})
         return devices
+
+    def _restore_lost_spec(self, uid: str, known: dict[str, Any]) -> None:
+        """A prepared claim's CDI spec lives on tmpfs and goes with a reboot while the driver's state stays:
+        write it again before answering, or the runtime cannot resolve the CDI IDs (kubernetes#141433; the
+        kubelet calls NodePrepareResources after a reboot for this, documented by kubernetes#141966)."""
+        spec_file = known.get("cdi_spec")
+        if not spec_file or os.path.exists(spec_file) or "prepare-keeps-lost-cdi-spec" in self._config.defects:
+            return
+        names = list(dict.fromkeys(d["device_name"] for d in known["devices"]))
+        cdi.write_spec(spec_file, cdi.build_spec(self._config.cdi, known["namespace"], known["name"], uid, names))
 
     def unprepare(self, uid: str) -> None:
         """Unknown claims succeed: after a restart without state the kubelet must still get through."""

@@ -20,6 +20,9 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 #   prepare-without-cdi: NodePrepareResources answers every device without CDI device IDs (the spec file is
 #       still written), so the kubelet hands no CDI device to the runtime and the container sees nothing.
 #   prepare-first-device-only: a claim with several devices is answered with its first device only.
+#   prepare-keeps-lost-cdi-spec: a claim the driver already prepared is answered from its state without
+#       writing its CDI spec again when the file is gone (a node reboot empties /var/run/cdi): the
+#       dra-example-driver bug behind kubernetes#141433, fixed there by kubernetes-sigs/dra-example-driver#259.
 # And the ones `device-conformance certify dra-driver` must catch, one clause each:
 #   prepare-rejects-repeat: preparing a claim this process holds prepared again fails in the claim's error
 #       ("already prepared"); the in-memory bookkeeping behind it is lost on restart (dra-driver-cpu#175).
@@ -33,6 +36,7 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 DEFECTS = (
     "prepare-without-cdi",
     "prepare-first-device-only",
+    "prepare-keeps-lost-cdi-spec",
     "prepare-rejects-repeat",
     "prepare-all-or-nothing",
     "unprepare-keeps-cdi",
