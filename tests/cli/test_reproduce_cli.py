@@ -59,3 +59,13 @@ def test_verdicts_on_the_fixed_release():
     assert reproduce.verdict(reproduce.RunOutcome(0, 1, 0, 0), affected=False) == "fixed as expected"
     assert reproduce.verdict(reproduce.RunOutcome(0, 0, 1, 0), affected=False).startswith("failed")
     assert reproduce.verdict(reproduce.RunOutcome(0, 1, 0, 0), affected=True) == "not reproduced"
+
+
+def test_recorded_reproductions_agree_with_the_bug_data():
+    from device_conformance.expectations.bugtable import REPRODUCED
+    from device_conformance.expectations.versions import KubeVersion
+
+    for issue, (affected, fixed, _date) in REPRODUCED.items():
+        bug = reproduce.find_bug(issue)
+        assert bug.affects(KubeVersion.parse(affected)), f"{issue} was reproduced on {affected}: the data must say so"
+        assert not bug.affects(KubeVersion.parse(fixed)), f"{issue} passed on {fixed}: the data must say fixed"
