@@ -129,3 +129,15 @@ FORCE_DELETED_CLAIM_NAME_REUSED = KnownBug(
     fixes=(Fix("1.34.0", "kubernetes#131617"),),
     shown_by="suites/dra/test_dra_races.py::test_force_deleted_pods_old_claim_blocks_a_new_claim_of_the_same_name",
 )
+
+# The device-taint eviction controller looks for a pod's claims in pod.spec.resourceClaims only
+# (podEvictionTime, pkg/controller/devicetainteviction/device_taint_eviction.go, module source v1.37.1 and
+# v1.36.4), so a pod whose devices came through a DRA extended resource (its claim named in
+# status.extendedResourceClaimStatus) is never evicted (#141290, open; seen on 1.36.1 and 1.36.3; PR #141297
+# closed unmerged). First affected: 1.34.0, the first release with DRAExtendedResource (alpha).
+DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED = KnownBug(
+    issue="kubernetes#141290",
+    title="a pod using a DRA extended resource is not evicted by a NoExecute device taint",
+    first_affected="1.34.0",
+    shown_by="suites/dra/test_dra_extended_resources.py::test_extended_resource_pod_is_evicted_by_a_noexecute_rule",
+)
