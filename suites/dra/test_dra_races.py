@@ -72,6 +72,7 @@ def test_pod_does_not_join_a_claim_while_it_is_unprepared(dra_driver, dra_object
     assert list(driver.prepared()) == [uid], "the second pod runs on a prepared claim"
 
 
+@pytest.mark.slow  # two kubelet retry cycles: the failed unprepare, then the refused prepare
 @pytest.mark.scenario("DRA-E7")
 @pytest.mark.known_bug(FORCE_DELETED_CLAIM_NAME_REUSED)
 def test_force_deleted_pods_old_claim_blocks_a_new_claim_of_the_same_name(dra_driver, dra_objects, shows_known_bug):
