@@ -42,6 +42,7 @@ def make_claim(dra_objects, driver, name):
     return created["metadata"]["uid"]
 
 
+@pytest.mark.slow  # ~90 s: the refused prepare is retried at the pod worker's next sync
 @pytest.mark.known_bug(PREPARE_JOINS_UNPREPARING_CLAIM)
 def test_pod_does_not_join_a_claim_while_it_is_unprepared(dra_driver, dra_objects, shows_known_bug):
     """kubernetes#140527: the last pod of a shared claim is force-deleted and NodeUnprepareResources is held;
