@@ -176,3 +176,17 @@ def test_results_from_claim_keeps_only_this_driver():
     }
     assert [r["device"] for r in results_from_claim(claim, "dra.example.com")] == ["d0"]
     assert results_from_claim({"status": {}}, "dra.example.com") == []
+
+
+def test_resource_slice_marks_a_shareable_device_and_only_it():
+    shared = DeviceSpec.from_dict({"name": "gpu-0", "allow_multiple_allocations": True})
+    body = build_resource_slice(
+        driver="d.example.com",
+        node_name="n",
+        pool="n",
+        generation=1,
+        devices=[shared, DeviceSpec("gpu-1")],
+        api_version="resource.k8s.io/v1",
+    )
+    devices = body["spec"]["devices"]
+    assert [d.get("allowMultipleAllocations") for d in devices] == [True, None]

@@ -101,3 +101,43 @@ SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
 
 # Kept for the suites not yet moved to device_conformance.timeouts (which explains the value).
 CLAIM_POD_START_TIMEOUT = timeouts.CLAIM_POD_START
+
+
+# prepareResources found the claim's cache entry prepared and attached a new pod to it while
+# unprepareResources, which drops the cache lock around NodeUnprepareResources, was tearing the claim down:
+# the pod ran on unprepared devices. Fix PR #140527 ("kubelet/dra: fail prepareResources on a claim being
+# unprepared", no issue): the `unpreparing` flag of ClaimInfo is in module source v1.37.1
+# pkg/kubelet/cm/dra/claiminfo.go, not in v1.36.4. No cherry-pick known. First affected not pinned down: set
+# to the first release the DRA suites run on; the lock-free NodeUnprepareResources call is in v1.36.4.
+PREPARE_JOINS_UNPREPARING_CLAIM = KnownBug(
+    issue="kubernetes#140527",
+    title="a pod is attached to a shared claim the kubelet is unpreparing and runs on unprepared devices",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(Fix("1.37.0", "kubernetes#140527"),),
+    shown_by="suites/dra/test_dra_races.py::test_pod_does_not_join_a_claim_while_it_is_unprepared",
+)
+
+# A force-deleted pod's claim, deleted too and re-created under the same name with a new UID, was taken for
+# the old one, still prepared (NodeUnprepareResources failing): the new pod ran on the old claim's devices
+# and GetResources failed (#131513). PR #131617 ("DRA: kubelet: check for duplicate claim names") refuses
+# the prepare ("old ResourceClaim with same name ... still exists"); upstream e2e test/e2e/dra/dra.go runs
+# it with KubeletMinVersion 1.34. Not in 1.33 (kubernetes#131513 closed for master only).
+FORCE_DELETED_CLAIM_NAME_REUSED = KnownBug(
+    issue="kubernetes#131513",
+    title="a new claim with the name of a force-deleted pod's prepared claim is taken for the old one",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(Fix("1.34.0", "kubernetes#131617"),),
+    shown_by="suites/dra/test_dra_races.py::test_force_deleted_pods_old_claim_blocks_a_new_claim_of_the_same_name",
+)
+
+# The device-taint eviction controller looks for a pod's claims in pod.spec.resourceClaims only
+# (podEvictionTime, pkg/controller/devicetainteviction/device_taint_eviction.go, module source v1.37.1 and
+# v1.36.4), so a pod whose devices came through a DRA extended resource (its claim named in
+# status.extendedResourceClaimStatus) is never evicted (#141290, open; seen on 1.36.1 and 1.36.3; PR #141297
+# closed unmerged). First affected: 1.34.0, the first release with DRAExtendedResource (alpha).
+DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED = KnownBug(
+    issue="kubernetes#141290",
+    title="a pod using a DRA extended resource is not evicted by a NoExecute device taint",
+    first_affected="1.34.0",
+    shown_by="suites/dra/test_dra_extended_resources.py::test_extended_resource_pod_is_evicted_by_a_noexecute_rule",
+)

@@ -55,13 +55,15 @@ class DeviceSpec:
 
     attributes: plain JSON values (bool, int, str) or an explicit DeviceAttribute such as
     {"version": "1.2.3"}. capacity: name -> quantity string. taints: DeviceTaint dicts
-    ({"key", "value", "effect", optional "timeAdded"}).
+    ({"key", "value", "effect", optional "timeAdded"}). allow_multiple_allocations: the device can be
+    allocated to several claims at once (consumable capacity, DRAConsumableCapacity, 1.34+).
     """
 
     name: str
     attributes: dict[str, Any] = field(default_factory=dict)
     capacity: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
+    allow_multiple_allocations: bool = False
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | DeviceSpec) -> DeviceSpec:
@@ -72,6 +74,7 @@ class DeviceSpec:
             attributes=dict(data.get("attributes") or {}),
             capacity={k: str(v) for k, v in (data.get("capacity") or {}).items()},
             taints=[dict(t) for t in data.get("taints") or []],
+            allow_multiple_allocations=bool(data.get("allow_multiple_allocations")),
         )
 
 

@@ -54,6 +54,8 @@ def build_device(spec: DeviceSpec, api_version: str) -> dict[str, Any]:
         body["capacity"] = {k: {"value": v} for k, v in spec.capacity.items()}
     if spec.taints:  # left out when empty: servers without DRADeviceTaints drop the field anyway
         body["taints"] = [dict(t) for t in spec.taints]
+    if spec.allow_multiple_allocations:  # left out when false, like taints
+        body["allowMultipleAllocations"] = True
     if version in _BASIC_SHAPE_VERSIONS:
         return {"name": spec.name, "basic": body}
     return {"name": spec.name, **body}

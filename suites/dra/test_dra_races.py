@@ -1,0 +1,110 @@
+"""Races between pods that share a claim name or a claim on the node: a new pod must never ride on a claim
+the kubelet is unpreparing, nor on the kubelet's entry for an older claim of the same name.
+
+Both checks follow the kubelet's DRA manager (pkg/kubelet/cm/dra/manager.go prepareResources, module source
+v1.37.1): an existing cache entry with another UID ("old ResourceClaim with same name ... still exists",
+kubernetes#131513, PR #131617) or one being unprepared ("ResourceClaim ... is being unprepared", PR #140527)
+fails the prepare, and the pod worker retries it once the entry is gone.
+"""
+
+import pytest
+
+from device_conformance import timeouts
+from device_conformance.expectations.dra import (
+    FIRST_DRA_MINOR,
+    FORCE_DELETED_CLAIM_NAME_REUSED,
+    PREPARE_JOINS_UNPREPARING_CLAIM,
+)
+from device_conformance.fakes.common.calls import claim_record
+from device_conformance.kube import dra
+from device_conformance.wait import dra as wait_dra
+
+pytestmark = [
+    pytest.mark.dra,
+    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
+]
+
+PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+
+
+def no_container_started(current):
+    """A stays() probe on a pod: what ran, if any container did."""
+    running = [c.name for c in current.status.container_statuses or [] if c.state.running]
+    return f"containers running: {running} ({current.status.phase})" if running else None
+
+
+def make_claim(dra_objects, driver, name):
+    """A ResourceClaim named `name` asking for one device of the driver; returns its UID."""
+    spec = dra.claim_spec([dra.device_request(driver.config.driver_name)])
+    created = dra.create(
+        dra_objects.kube, dra_objects.namespace, "resourceclaims", dra.claim_manifest(name, spec, dra_objects.api)
+    )
+    return created["metadata"]["uid"]
+
+
+@pytest.mark.slow  # ~90 s: the refused prepare is retried at the pod worker's next sync
+@pytest.mark.known_bug(PREPARE_JOINS_UNPREPARING_CLAIM)
+def test_pod_does_not_join_a_claim_while_it_is_unprepared(dra_driver, dra_objects, shows_known_bug):
+    """kubernetes#140527: the last pod of a shared claim is force-deleted and NodeUnprepareResources is held;
+    a new pod of the same claim (allocated again, same UID) must wait for the unprepare and get a prepare
+    of its own, never run on the devices being torn down."""
+    driver = dra_driver(devices=("dev-0",))
+    claim = dra_objects.claim(driver.config.driver_name)
+    first = dra_objects.claim_pod("first", claim=claim)
+    first.wait_running()
+    uid = first.claim_uid()
+    driver.block_unprepare()
+    first.force_delete()
+    driver.wait_for_blocked(UNPREPARE, timeout=timeouts.UNPREPARE)
+
+    second = dra_objects.claim_pod("second", claim=claim)
+    second.wait_claim(lambda c: second.uid in wait_dra.reserved_uids(c), "to be reserved for the second pod")
+    with shows_known_bug(PREPARE_JOINS_UNPREPARING_CLAIM):
+        event = second.wait_event("FailedPrepareDynamicResources", timeout=timeouts.CLAIM_POD_START)
+        assert f"ResourceClaim {claim} is being unprepared" in event, f"the kubelet's refusal: {event}"
+    second.stays(no_container_started, what="to start nothing while its claim is unprepared", duration=5)
+    assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "no prepare while the unprepare is held"
+
+    driver.unblock()
+    driver.wait_for_call(UNPREPARE, ok=True, timeout=timeouts.UNPREPARE)
+    second.wait_running(timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
+    assert claim_record(driver.calls(UNPREPARE)) == [([uid], "ok")], "the held unprepare, once"
+    assert claim_record(driver.calls(PREPARE)) == [([uid], "ok"), ([uid], "ok")], "prepared again for the new pod"
+    assert list(driver.prepared()) == [uid], "the second pod runs on a prepared claim"
+
+
+@pytest.mark.slow  # two kubelet retry cycles: the failed unprepare, then the refused prepare
+@pytest.mark.scenario("DRA-E7")
+@pytest.mark.known_bug(FORCE_DELETED_CLAIM_NAME_REUSED)
+def test_force_deleted_pods_old_claim_blocks_a_new_claim_of_the_same_name(dra_driver, dra_objects, shows_known_bug):
+    """kubernetes#131513: pod and claim force-deleted while NodeUnprepareResources fails; a new claim and
+    pod with the same names must wait until the old claim is unprepared, then only the new one is
+    prepared."""
+    driver = dra_driver(devices=("dev-0",))
+    claim = f"same-{dra_objects.namespace[-6:]}"
+    old_uid = make_claim(dra_objects, driver, claim)
+    old = dra_objects.claim_pod("same", claim=claim, name="same-name")
+    old.wait_running()
+    driver.fail_unprepare("injected unprepare failure")
+    old.force_delete()
+    dra.delete_claim(dra_objects.kube, dra_objects.api, dra_objects.namespace, claim)
+    wait_dra.for_claim_gone(dra_objects.kube, dra_objects.api, dra_objects.namespace, claim)
+    driver.wait_for_call(UNPREPARE, ok=False, timeout=timeouts.UNPREPARE)
+
+    new_uid = make_claim(dra_objects, driver, claim)
+    assert new_uid != old_uid
+    new = dra_objects.claim_pod("same", claim=claim, name="same-name")
+    with shows_known_bug(FORCE_DELETED_CLAIM_NAME_REUSED):
+        event = new.wait_event("FailedPrepareDynamicResources", timeout=timeouts.CLAIM_POD_START)
+        expected = f"old ResourceClaim with same name {claim} and different UID {old_uid} still exists"
+        assert expected in event, f"the kubelet's refusal: {event}"
+    new.stays(no_container_started, what="to start nothing while the old claim is prepared", duration=5)
+    assert list(driver.prepared()) == [old_uid], "only the old claim is prepared"
+    assert claim_record(driver.calls(PREPARE)) == [([old_uid], "ok")], "no prepare for the new claim yet"
+
+    driver.clear_faults()
+    new.wait_running(timeout=timeouts.UNPREPARE_RETRY + timeouts.PREPARE_RETRY_AT_RESYNC)
+    assert list(driver.prepared()) == [new_uid], "the new claim, and only it, is prepared"
+    assert claim_record(driver.calls(PREPARE)) == [([old_uid], "ok"), ([new_uid], "ok")]
+    unprepares = [(uids, outcome) for uids, outcome in claim_record(driver.calls(UNPREPARE)) if outcome == "ok"]
+    assert unprepares == [([old_uid], "ok")], "the old claim unprepared once it could be"

@@ -1,0 +1,157 @@
+"""The kubelet's hand on ResourceSlices: it wipes the node's slices when it starts and those of a driver that
+is gone or unusable for the wiping delay (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, module source
+v1.37.1: NewDRAPluginManager wipes every driver's slices of the node at startup, sync() queues a wipe
+`wipingDelay` after a driver stops being usable, defaultWipingDelay 30 s in pkg/kubelet/cm/dra/manager.go).
+Also the control plane's limits on claims the kubelet then serves: generated names, quota.
+
+The two wiping-delay tests share one module fixture that starts both drivers at once, so their 30 s waits
+overlap; the kubelet-restart test runs after them (a restart wipes every slice of the node at once).
+"""
+
+import os
+import re
+import time
+
+import pytest
+from device_conformance.fixtures.dra_drivers import unique_driver
+from kubernetes import client
+
+from device_conformance import timeouts
+from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.fakes.common.calls import claim_record
+from device_conformance.fakes.dra_driver import DeviceSpec
+from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
+from device_conformance.handles import ClaimPodHandle
+from device_conformance.kube import dra, pods
+from device_conformance.wait import dra as wait_dra
+from device_conformance.wait.core import Pending, until
+
+pytestmark = [
+    pytest.mark.dra,
+    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
+]
+
+
+def slice_names(kube, api, node_name, driver_name):
+    return [s["metadata"]["name"] for s in dra.list_slices(kube, api, node=node_name, driver=driver_name)]
+
+
+class GoneDrivers:
+    """Two drivers made unusable at the same moment: one unregistered (registration socket removed), one
+    registered whose DRA service never answers."""
+
+    def __init__(self, shared):
+        self.unregistered = shared.driver(devices=("dev-0",))
+        self.unresponsive = shared.driver(devices=("dev-0",), serve_dra_on_start=False)
+        self.unresponsive.wait_for_registration(timeout=timeouts.DRA_REGISTRATION)
+        self.unresponsive_since = time.monotonic()
+        self.unregistered.stop_registrar()
+        self.unregistered_since = time.monotonic()
+
+
+@pytest.fixture(scope="module")
+def gone_drivers(shared_dra):
+    gone = GoneDrivers(shared_dra)
+    yield gone
+    # The drivers' slices come back for the teardown's drain: the kubelet must reach them again.
+    for driver in (gone.unregistered, gone.unresponsive):
+        driver.start_dra_service()
+        driver.start_registrar()
+
+
+def assert_wiped_after_the_delay(kube, node, driver, since):
+    api = driver.config.resource_api_version
+    wait_dra.for_slice_count(kube, api, node.name, driver.config.driver_name, 0, timeout=timeouts.DRA_SLICE_WIPE)
+    waited = time.monotonic() - since
+    assert waited >= timeouts.DRA_WIPING_DELAY - 2, (
+        f"slices of {driver.config.driver_name} wiped {waited:.0f}s after it became unusable, "
+        f"before the kubelet's wiping delay of {timeouts.DRA_WIPING_DELAY}s"
+    )
+
+
+@pytest.mark.scenario("DRA-S2")
+def test_slices_are_wiped_after_the_driver_unregisters(kube, node, gone_drivers):
+    driver = gone_drivers.unregistered
+    assert not os.path.exists(driver.config.registration_socket), "its registration socket is gone"
+    assert_wiped_after_the_delay(kube, node, driver, gone_drivers.unregistered_since)
+
+
+@pytest.mark.scenario("DRA-S4")
+def test_slices_are_wiped_when_the_registered_driver_is_unresponsive(kube, node, gone_drivers):
+    driver = gone_drivers.unresponsive
+    assert driver.calls("NodePrepareResources") == [], "its DRA service never served"
+    assert_wiped_after_the_delay(kube, node, driver, gone_drivers.unresponsive_since)
+
+
+def forged_slice(kube, api, node_name, driver_name):
+    """A ResourceSlice of a driver that never registers, published by the test as a driver would."""
+    body = build_resource_slice(
+        driver=driver_name,
+        node_name=node_name,
+        pool=node_name,
+        generation=1,
+        devices=[DeviceSpec("dev-0")],
+        api_version=api,
+    )
+    created = kube.custom.create_cluster_custom_object("resource.k8s.io", api.split("/")[1], "resourceslices", body)
+    return created["metadata"]["name"], created["metadata"]["uid"]
+
+
+@pytest.mark.scenario("DRA-S1")
+def test_kubelet_start_wipes_the_nodes_slices_and_keeps_other_nodes(kube, node, resource_api, kubelet_restored):
+    driver = unique_driver()
+    other_node = f"dc-other-{driver[3:11]}"
+    try:
+        local, _ = forged_slice(kube, resource_api, node.name, driver)
+        foreign, foreign_uid = forged_slice(kube, resource_api, other_node, driver)
+        node.kubelet.restart()
+        wait_dra.for_slice_count(kube, resource_api, node.name, driver, 0, timeout=timeouts.DRA_SLICE_WIPE)
+        kept = dra.list_slices(kube, resource_api, node=other_node, driver=driver)
+        assert [(s["metadata"]["name"], s["metadata"]["uid"]) for s in kept] == [(foreign, foreign_uid)], (
+            f"the slice of node {other_node} after the kubelet of {node.name} started (its own {local} went)"
+        )
+    finally:
+        dra.delete_slices(kube, resource_api, driver=driver)
+
+
+# Upstream test/e2e/dra/dra.go "truncates the name of a generated resource claim"; the resourceclaim
+# controller cuts pod and claim names in proportion to 57 characters (pkg/controller/resourceclaim/
+# controller.go, module source v1.37.1), then the API server adds 5 random characters.
+@pytest.mark.scenario("DRA-E28")
+def test_generated_claim_name_is_truncated_and_the_pod_runs(kube, namespace, dra_driver, dra_objects):
+    driver = dra_driver(devices=("dev-0",))
+    template = dra_objects.template(driver.config.driver_name)
+    pod_name, claim_ref = "p" * 63, "c" * 63
+    manifest = dra.with_claims(pods.pod_manifest(pod_name, ["sleep", "86400"]), templates={claim_ref: template})
+    created = pods.create(kube, namespace, manifest)
+    pod = ClaimPodHandle.of(kube, created, dra_objects.nodes, resource_api=dra_objects.api, claim_ref=claim_ref)
+    pod.wait_running()
+    name = pod.claim_name()
+    cut = 63 * 57 // len(f"{pod_name}-{claim_ref}-")
+    assert re.fullmatch(f"p{{{cut}}}-c{{{cut}}}[a-z0-9]{{5}}", name), f"generated claim name {name!r}"
+    claim = pod.claim()
+    assert claim_record(driver.calls("NodePrepareResources")) == [([claim["metadata"]["uid"]], "ok")]
+    prepared = driver.prepared()[claim["metadata"]["uid"]]
+    assert (prepared["namespace"], prepared["name"]) == (namespace, name), "the driver was asked for that claim"
+
+
+QUOTA_KEY = "count/resourceclaims.resource.k8s.io"
+
+
+@pytest.mark.scenario("DRA-E27")
+def test_resourceclaim_count_quota_refuses_the_claim_over_it(kube, namespace, dra_driver, dra_objects):
+    driver = dra_driver(devices=("dev-0",))
+    dra_objects.claim(driver.config.driver_name)
+    quota = {"metadata": {"name": "claims"}, "spec": {"hard": {QUOTA_KEY: "1"}}}
+    kube.core.create_namespaced_resource_quota(namespace, quota)
+
+    def counted():
+        status = kube.core.read_namespaced_resource_quota("claims", namespace).status
+        used = (status.used or {}).get(QUOTA_KEY) if status else None
+        return True if used == "1" else Pending(f"status {status}")
+
+    until(counted, what=f"ResourceQuota claims of {namespace} to count the existing claim", timeout=timeouts.CLAIM)
+    with pytest.raises(client.ApiException) as refused:
+        dra_objects.claim(driver.config.driver_name)
+    expected = f"exceeded quota: claims, requested: {QUOTA_KEY}=1, used: {QUOTA_KEY}=1, limited: {QUOTA_KEY}=1"
+    assert refused.value.status == 403 and expected in refused.value.body, f"refusal: {refused.value.body}"

@@ -1,0 +1,214 @@
+"""Device-taint eviction beyond one claim and one taint: several claims per pod, slice taints with rules,
+tolerations with and without seconds, seconds counted from the taint's timeAdded, partial tolerations,
+a taint put back after a cancelled eviction, a rule's status through an eviction and a rule whose effect
+goes from None to NoExecute (pkg/controller/devicetainteviction/device_taint_eviction.go, module source
+v1.37.1).
+
+The one "never evicted" window (timeouts.TAINT_NO_EVICTION_WINDOW) starts in a module fixture before the
+first test and is collected by the last one, so it runs while the other tests go on.
+"""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from device_conformance.fixtures.dra_drivers import KEEP_FINALIZER
+
+from device_conformance import timeouts
+from device_conformance.expectations.dra import (
+    FIRST_DEVICE_TAINTS_MINOR,
+    FIRST_NONE_TAINT_EFFECT_MINOR,
+    has_device_taints,
+)
+from device_conformance.fakes.dra_driver import DeviceSpec
+from device_conformance.handles import ClaimPodHandle
+from device_conformance.kube import dra, pods
+from device_conformance.wait.core import Pending, until, watch
+
+pytestmark = [
+    pytest.mark.taints,
+    pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)"),
+]
+
+KEY, OTHER_KEY = "example.com/broken", "example.com/overheated"
+EVICTION_REASON = "DeletionByDeviceTaintManager"
+SINCE_RULE_STATUS = pytest.mark.since(
+    f"1.{FIRST_NONE_TAINT_EFFECT_MINOR}", "effect None and DeviceTaintRule status (kubernetes#134152)"
+)
+
+
+def toleration(key, effect="NoExecute", seconds=None):
+    entry = {"key": key, "operator": "Exists", "effect": effect}
+    if seconds is not None:
+        entry["tolerationSeconds"] = seconds
+    return entry
+
+
+def taint(key, effect="NoExecute", time_added=None):
+    entry = dra.device_taint(key, effect)
+    if time_added is not None:
+        entry["timeAdded"] = time_added.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return entry
+
+
+def running_pod(objects, driver, **request):
+    """A kept pod with one claim from a template, Running -> (its handle, its one device)."""
+    pod = objects.claim_pod("evict", driver, request=request, keep=True)
+    pod.wait_running()
+    devices = pod.allocated_devices()
+    assert len(devices) == 1, f"{pod} runs with allocated devices {devices}, expected one"
+    return pod, devices[0]
+
+
+def evicted(current):
+    """A stays()/watch() probe: None while the pod is not being deleted, else its state."""
+    if current.metadata.deletion_timestamp is not None:
+        conditions = [(c.type, c.reason) for c in current.status.conditions or []]
+        return f"pod deleted: {pods.summary(current)} conditions={conditions}"
+    return None
+
+
+def assert_evicted(pod, timeout=timeouts.TAINT_EVICTION):
+    cond = pod.wait_condition("DisruptionTarget", timeout=timeout)
+    assert cond.reason == EVICTION_REASON, f"{pod}: DisruptionTarget {cond.reason}: {cond.message}"
+    assert pod.read().metadata.deletion_timestamp is not None, f"{pod} has DisruptionTarget but is not deleted"
+    return cond
+
+
+@pytest.fixture(scope="module", autouse=True)
+def tolerated_forever(request, cluster):
+    """A pod tolerating its device's NoExecute taint without tolerationSeconds, its window running from
+    before the module's first test."""
+    if not has_device_taints(cluster.k8s_version):
+        yield None  # the module's since marker skips every test
+        return
+    shared_dra = request.getfixturevalue("shared_dra")
+    driver = shared_dra.driver(devices=("dev-0",))
+    pod, device = running_pod(shared_dra.objects, driver, tolerations=[toleration(KEY)])
+    driver.set_taints(device, [taint(KEY)])
+    window = watch(
+        lambda: evicted(pod.read()),
+        what=f"{pod} not to be evicted: it tolerates the NoExecute taint without tolerationSeconds",
+        duration=timeouts.TAINT_NO_EVICTION_WINDOW,
+    )
+    yield window
+    window.cancel()
+
+
+@pytest.mark.scenario("DT-U2")
+def test_pod_with_several_claims_is_evicted_for_a_taint_on_one_of_them(kube, namespace, dra_driver, dra_objects):
+    driver = dra_driver(devices=("dev-0", "dev-1"))
+    name = driver.config.driver_name
+    manifest = dra.with_claims(
+        pods.pod_manifest(pods.unique_name("two"), ["sleep", "86400"], finalizers=[KEEP_FINALIZER]),
+        templates={"first": dra_objects.template(name), "second": dra_objects.template(name)},
+    )
+    created = pods.create(kube, namespace, manifest)
+    try:
+        second = ClaimPodHandle.of(kube, created, dra_objects.nodes, resource_api=dra_objects.api, claim_ref="second")
+        second.wait_running()
+        (device,) = second.allocated_devices()
+        driver.set_taints(device, [taint(KEY)])
+        assert_evicted(second)
+    finally:
+        dra_objects.release(created.metadata.name)
+
+
+@pytest.mark.scenario("DT-U1", "DT-U3")
+def test_rule_evicts_a_pod_that_tolerates_the_slice_taint(dra_driver, dra_objects):
+    """The slice's taint is tolerated for good; a DeviceTaintRule with another key is not."""
+    driver = dra_driver(devices=(DeviceSpec("dev-0", taints=[taint(KEY)]),))
+    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY)])
+    pod.stays(evicted, what="to stay: it tolerates the slice's taint", duration=3)
+    dra_objects.taint_rule(taint(OTHER_KEY), driver=driver.config.driver_name, device=device)
+    assert_evicted(pod)
+
+
+@pytest.mark.scenario("DT-U3")
+def test_partial_toleration_is_no_toleration(dra_driver, dra_objects):
+    """Two NoExecute taints on the device, the claim tolerates one of them: evicted at once."""
+    driver = dra_driver(devices=("dev-0",))
+    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY)])
+    driver.set_taints(device, [taint(KEY), taint(OTHER_KEY)])
+    assert_evicted(pod)
+
+
+TOLERATION_SECONDS = 30
+TAINTED_AGO = 20
+
+
+@pytest.mark.scenario("DT-U3")
+def test_toleration_seconds_count_from_the_taints_time_added(dra_driver, dra_objects):
+    """The taint says it was added 20 s ago; with 30 s of toleration the pod goes ~10 s after the taint is
+    published, not 30 s after."""
+    driver = dra_driver(devices=("dev-0",))
+    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY, seconds=TOLERATION_SECONDS)])
+    time_added = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=TAINTED_AGO)
+    driver.set_taints(device, [taint(KEY, time_added=time_added)])
+    due = TOLERATION_SECONDS - TAINTED_AGO
+    cond = assert_evicted(pod, timeout=due + 10)
+    delay = (cond.last_transition_time - time_added).total_seconds()
+    assert delay >= TOLERATION_SECONDS - 1, f"evicted {delay:.0f}s after timeAdded, toleration {TOLERATION_SECONDS}s"
+
+
+@pytest.mark.scenario("DT-U4")
+def test_taint_put_back_after_a_cancelled_eviction_evicts_again(dra_driver, dra_objects):
+    driver = dra_driver(devices=("dev-0",))
+    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY, seconds=8)])
+    driver.set_taints(device, [taint(KEY)])
+    driver.set_taints(device, [])
+    event = pod.wait_event("Cancelling deletion", timeout=timeouts.TAINT_EVICTION)
+    assert "DeviceTaintManagerEviction" in event, f"cancel event: {event}"
+    driver.set_taints(device, [taint(KEY)])
+    assert_evicted(pod, timeout=8 + timeouts.TAINT_EVICTION)
+
+
+def conditions_seen(objects, rule, until_reason, timeout):
+    """Every distinct EvictionInProgress (reason, status, message) of the rule, polled until `until_reason`."""
+    seen = []
+
+    def probe():
+        conds = {c["type"]: c for c in (objects.get_rule(rule).get("status") or {}).get("conditions") or []}
+        cond = conds.get("EvictionInProgress")
+        if cond:
+            entry = (cond["reason"], cond["status"], cond.get("message", ""))
+            if not seen or seen[-1] != entry:
+                seen.append(entry)
+        return seen if cond and cond["reason"] == until_reason else Pending(f"seen so far: {seen}")
+
+    return until(probe, what=f"DeviceTaintRule {rule} to report {until_reason}", timeout=timeout, interval=0.5)
+
+
+@SINCE_RULE_STATUS
+@pytest.mark.scenario("DT-U5")
+def test_rule_status_goes_from_pending_to_completed_with_its_counts(dra_driver, dra_objects):
+    """kubernetes#135611: PodsPendingEviction while the pod's toleration lasts, then Completed with the
+    evicted count only, never both counts at once."""
+    driver = dra_driver(devices=("dev-0",))
+    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY, seconds=20)])
+    rule = dra_objects.taint_rule(taint(KEY), driver=driver.config.driver_name, device=device)
+    pending = ("PodsPendingEviction", "True", "1 pod needs to be evicted in 1 namespace.")
+    seen = conditions_seen(dra_objects, rule, "PodsPendingEviction", timeouts.TAINT_RULE_STATUS)
+    assert seen[-1] == pending, f"EvictionInProgress while the toleration lasts: {seen}"
+    assert_evicted(pod, timeout=20 + timeouts.TAINT_EVICTION)
+    seen = conditions_seen(dra_objects, rule, "Completed", timeouts.TAINT_RULE_STATUS)
+    completed = ("Completed", "False", "1 pod evicted since starting the controller.")
+    assert seen == [pending, completed], f"EvictionInProgress after the eviction: {seen}"
+
+
+@SINCE_RULE_STATUS
+def test_rule_flipped_from_none_to_noexecute_evicts(kube, dra_driver, dra_objects):
+    driver = dra_driver(devices=("dev-0",))
+    pod, device = running_pod(dra_objects, driver)
+    rule = dra_objects.taint_rule(taint(KEY, "None"), driver=driver.config.driver_name, device=device)
+    pod.stays(evicted, what="to stay under an effect-None rule", duration=3)
+    version = dra_objects.rule_api.split("/")[1]
+    kube.custom.patch_cluster_custom_object(
+        "resource.k8s.io", version, "devicetaintrules", rule, {"spec": {"taint": {"effect": "NoExecute"}}}
+    )
+    assert_evicted(pod)
+
+
+@pytest.mark.scenario("DT-U3")
+def test_toleration_without_seconds_is_never_evicted(tolerated_forever):
+    """Collected last: the window has run since the module's first test."""
+    tolerated_forever.holds()
