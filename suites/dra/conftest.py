@@ -1,8 +1,10 @@
-"""Suite-local safety net: a test that stopped the kubelet or forged its checkpoint leaves a working node."""
+"""Suite-local fixtures: a safety net (a test that stopped the kubelet or forged its checkpoint leaves a working
+node), and the skip for runtimes that cannot hand DRA devices (CDI) to containers."""
 
 import pytest
 
 from device_conformance.kubelet_state import dra as dra_state
+from device_conformance.node.cri import cdi_support
 
 
 @pytest.fixture
@@ -17,3 +19,11 @@ def kubelet_restored(node):
         except Exception:
             pass
         node.kubelet.start()
+
+
+@pytest.fixture
+def cdi_runtime(node):
+    """Skips a test whose devices reach the container through CDI when the node's runtime has none."""
+    ok, why = cdi_support(node.runtime_info(), "the node's container runtime")
+    if not ok:
+        pytest.skip(f"the container runtime has no CDI, so DRA devices cannot reach containers: {why}")

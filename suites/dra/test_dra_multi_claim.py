@@ -18,7 +18,6 @@ from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kubelet_state import dra as dra_state
-from device_conformance.node.cri import cdi_support
 from device_conformance.podresources import ClaimResource, DynamicResource
 
 pytestmark = [
@@ -27,13 +26,6 @@ pytestmark = [
 ]
 
 PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
-
-
-@pytest.fixture
-def cdi_runtime(node):
-    ok, why = cdi_support(node.runtime_info(), "the node's container runtime")
-    if not ok:
-        pytest.skip(f"the container runtime has no CDI, so DRA devices cannot reach containers: {why}")
 
 
 def by_call(calls):

@@ -19,7 +19,6 @@ from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import cdi
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
-from device_conformance.node.cri import cdi_support
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import Pending, until
 
@@ -30,13 +29,6 @@ pytestmark = [
 ]
 
 PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
-
-
-@pytest.fixture
-def cdi_runtime(node):
-    ok, why = cdi_support(node.runtime_info(), "the node's container runtime")
-    if not ok:
-        pytest.skip(f"the container runtime has no CDI, so DRA devices cannot reach containers: {why}")
 
 
 def expected_env(pod):

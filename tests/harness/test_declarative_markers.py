@@ -109,8 +109,6 @@ def test_reset():
     result.stdout.fnmatch_lines(["*kubernetes#126943*no fix released*"])
 
 
-
-
 @pytest.mark.parametrize(
     ("marker", "fix"),
     [
