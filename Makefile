@@ -9,6 +9,9 @@ K8S_VERSION ?=
 # A Kubernetes source tree to build the binaries from (README.md, "Testing a patched kubelet").
 K8S_SOURCE ?=
 PYTEST_ARGS ?=
+# xdist workers for `make e2e`, one cluster each: auto = cores + 1 bounded by memory (README, "Parallel
+# runs"); a number overrides it, 0 runs without xdist. A -n in PYTEST_ARGS wins (it comes later).
+E2E_WORKERS ?= auto
 K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE))
 
 .PHONY: venv lock test test-fast e2e bench lint protos setup cleanup
@@ -52,8 +55,10 @@ ifneq ($(PROVIDER),existing)
 	$(BIN)/device-conformance setup $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS)
 endif
 
+# --dist loadgroup: each module on one worker, longest first (pytest_plugin/xdist_groups.py).
 e2e: setup
-	$(BIN)/pytest suites $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS) $(PYTEST_ARGS)
+	E2E_WORKERS=$(E2E_WORKERS) $(BIN)/pytest suites -n auto --dist loadgroup \
+	  $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS) $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))

@@ -60,7 +60,12 @@ class LocalCluster:
         layout = RunLayout.for_run(run_id)
         layout.root.mkdir(parents=True)
         state = RunState.new(run_id, str(binaries.version), node_name=f"dc-{run_id}")
-        state.ports = ports.allocate(state_root(), live_port_bases()).as_dict()
+
+        def reserve(chosen: ports.Ports) -> None:
+            state.ports = chosen.as_dict()
+            state.save(layout)  # under the port lock: from here on live_port_bases() of others sees it
+
+        ports.allocate(state_root(), live_port_bases, reserve)
         state.bridge = f"dc{run_id}"
         state.subnet = f"10.{88 + (state.ports['etcd_client'] // ports.PORTS_PER_RUN) % 150}.0.0/24"
         state.cgroup_root = f"/device-conformance-{run_id}"
