@@ -60,8 +60,10 @@ e2e: setup
 	E2E_WORKERS=$(E2E_WORKERS) $(BIN)/pytest suites -n auto --dist loadgroup \
 	  $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS) $(PYTEST_ARGS)
 
+# BENCH_ARGS: e.g. --skip-suite (a quick run without the suite wall times), --workers 1,2, --marks ''.
+BENCH_ARGS ?=
 bench: setup
-	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(BENCH_ARGS)
 
 # Tear down clusters left by crashed or interrupted runs.
 cleanup: venv
