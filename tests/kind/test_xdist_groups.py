@@ -166,3 +166,26 @@ def test_with_a_cluster_per_worker_each_module_runs_on_one_worker_longest_first(
     assert sorted(first_of.values()) == ["test_b_slow.py", "test_c_window.py"], ran
     assert (tmp_path / "record.txt.windows").read_text() == "opened\n"
     assert all(nodeid.endswith("@" + nodeid.split("::", 1)[0]) for _, nodeid in ran), ran
+
+
+@pytest.mark.parametrize(
+    ("workers", "options", "created"),
+    [
+        ("3", ["--provider", "kind"], "created: 3/3 workers"),
+        # A cluster every worker would share: its tests run in turn anyway, so one worker.
+        ("2", ["--provider", "existing", "--kubeconfig", "/dev/null"], "created: 1/1 worker"),
+    ],
+)
+def test_n_auto_takes_e2e_workers(tmp_path, monkeypatch, workers, options, created):
+    monkeypatch.setenv("E2E_WORKERS", workers)
+    proc, _ = _run(tmp_path, "-n", "auto", "--dist", "loadgroup", *options)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert created in proc.stdout, proc.stdout
+
+
+def test_e2e_workers_that_is_no_count_stops_before_any_worker(tmp_path, monkeypatch):
+    monkeypatch.setenv("E2E_WORKERS", "many")
+    proc, ran = _run(tmp_path, "-n", "auto", "--provider", "kind")
+    assert proc.returncode != 0
+    assert "E2E_WORKERS='many' is not a number of xdist workers" in proc.stderr, proc.stderr
+    assert ran == []
