@@ -140,7 +140,7 @@ def suite_time(version: KubeVersion, workers: int, marks: str) -> dict:
         junit = Path(tmp) / "junit.xml"
         argv = [
             sys.executable, "-m", "pytest", "suites", "-n", str(workers), "--dist", "loadgroup",
-            "-p", "no:cacheprovider", "-q", "--k8s-version", str(version), f"--junitxml={junit}",
+            "-p", "no:cacheprovider", "-q", "-rfE", "--k8s-version", str(version), f"--junitxml={junit}",
         ]  # fmt: skip
         if marks:
             argv += ["-m", marks]
@@ -156,6 +156,8 @@ def suite_time(version: KubeVersion, workers: int, marks: str) -> dict:
         "pytest": lines[-1] if lines else "",
         "returncode": proc.returncode,
         "tests_s": tests,
+        # What failed and why, so a slow or failed run can be judged from the JSON alone.
+        "failures": [line for line in lines if line.startswith(("FAILED", "ERROR"))],
     }
 
 
@@ -186,7 +188,7 @@ def plot(report: dict, out: Path) -> None:
         bars = left.bar(labels, minutes, color="#4477aa")
         for bar, run in zip(bars, suites, strict=True):
             left.annotate(
-                f"{run['wall_s'] / 60:.1f} min\n{run['pytest']}",
+                f"{run['wall_s'] / 60:.1f} min\n{run['pytest'].split(' in ')[0].replace(', ', chr(10))}",
                 (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                 ha="center", va="bottom", fontsize=7,
             )  # fmt: skip
