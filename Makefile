@@ -9,6 +9,9 @@ K8S_VERSION ?=
 # A Kubernetes source tree to build the binaries from (README.md, "Testing a patched kubelet").
 K8S_SOURCE ?=
 PYTEST_ARGS ?=
+# xdist workers for `make e2e`, one cluster each: auto = cores + 1 bounded by memory (README, "Parallel
+# runs"); a number overrides it, 0 runs without xdist. A -n in PYTEST_ARGS wins (it comes later).
+E2E_WORKERS ?= auto
 K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE))
 
 .PHONY: venv lock test test-fast e2e bench matrix lint protos setup cleanup chromium
@@ -52,11 +55,15 @@ ifneq ($(PROVIDER),existing)
 	$(BIN)/device-conformance setup $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS)
 endif
 
+# --dist loadgroup: each module on one worker, longest first (pytest_plugin/xdist_groups.py).
 e2e: setup
-	$(BIN)/pytest suites $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS) $(PYTEST_ARGS)
+	E2E_WORKERS=$(E2E_WORKERS) $(BIN)/pytest suites -n auto --dist loadgroup \
+	  $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS) $(PYTEST_ARGS)
 
+# BENCH_ARGS: e.g. --skip-suite (a quick run without the suite wall times), --workers 1,2, --marks ''.
+BENCH_ARGS ?=
 bench: setup
-	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
+	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(BENCH_ARGS)
 
 # The non-slow suites on every version of the matrix (expectations/versions.py MATRIX_VERSIONS), one table.
 # MATRIX_VERSIONS="1.35.8 1.37.1" picks versions; results in matrix-results/.

@@ -204,8 +204,8 @@ def test_pod_is_listed_without_devices_while_allocate_is_in_flight(pod_factory, 
     plugin.unblock("Allocate")
     pod.wait_running()
     [granted] = allocations(plugin, 1)
-    listed = pod.devices(resource)
-    assert listed == granted, f"podresources lists {listed} for main, the kubelet allocated {granted}"
+    listed = sorted(pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(granted), f"podresources lists {listed} for main, the kubelet allocated {granted}"
 
 
 @pytest.mark.scenario("DP3")
@@ -223,5 +223,5 @@ def test_restarted_container_keeps_its_device(pod_factory, registered_plugin):
     assert first == ",".join(granted), f"the first run saw {first!r}, the kubelet allocated {granted}"
     again = pod.log_line("devices=")
     assert again == first, f"the restarted container saw {again!r}, the first run {first!r}"
-    listed = pod.devices(resource)
-    assert listed == granted, f"podresources lists {listed} for main, the kubelet allocated {granted}"
+    listed = sorted(pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(granted), f"podresources lists {listed} for main, the kubelet allocated {granted}"

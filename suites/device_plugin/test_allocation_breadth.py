@@ -242,6 +242,8 @@ def test_container_restart_then_kubelet_restart_keeps_the_devices(
 
     seen = until(current_run, what=f"a run of {pod} main after the kubelet restart", timeout=timeouts.POD_START + 40)
     assert seen == ",".join(held), f"after the restarts the container sees {seen!r}, the kubelet allocated {held}"
-    listed = pod.devices(resource)
-    assert listed == held, f"podresources lists {listed} for main after the restarts, the kubelet allocated {held}"
+    listed = sorted(pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(held), (
+        f"podresources lists {listed} for main after the restarts, the kubelet allocated {held}"
+    )
     allocations(plugin, 1)  # neither restart allocated again

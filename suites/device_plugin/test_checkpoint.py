@@ -44,8 +44,8 @@ def _holder(register_plugin, pod_factory):
     pod = pod_factory("holder", ["sleep", "86400"], resources={resource: 1})
     pod.wait_running()
     [held] = allocations(plugin, 1)
-    listed = pod.devices(resource)
-    assert listed == held, f"podresources lists {listed} for the holder, the kubelet allocated {held}"
+    listed = sorted(pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(held), f"podresources lists {listed} for the holder, the kubelet allocated {held}"
     return plugin, pod, held
 
 
@@ -158,8 +158,8 @@ def _recovers(node, pod_factory, node_resource, plugin):
     pod = pod_factory("healed", ["sleep", "86400"], resources={resource: 1})
     pod.wait_running()
     _, granted = allocations(plugin, 1, 1)
-    listed = pod.devices(resource)
-    assert listed == granted, f"after recovery podresources lists {listed}, the kubelet allocated {granted}"
+    listed = sorted(pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(granted), f"after recovery podresources lists {listed}, the kubelet allocated {granted}"
     parsed = devicemanager.parse(node.read_file(CHECKPOINT))
     assert parsed.valid and parsed.format == "v2", parsed.reason
 

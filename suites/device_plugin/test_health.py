@@ -168,8 +168,10 @@ def test_device_turning_unhealthy_under_a_running_pod_does_not_evict_it(node, po
     module holds the counts for the whole endpoint grace period and a minute more)."""
     windows.not_evicted.holds()
     resource = windows.unhealthy_plugin.config.resource_name
-    listed = windows.user.devices(resource)
-    assert listed == windows.user_devices, f"podresources lists {listed}, the kubelet allocated {windows.user_devices}"
+    listed = sorted(windows.user.devices(resource))  # podresources lists a set
+    assert listed == sorted(windows.user_devices), (
+        f"podresources lists {listed}, the kubelet allocated {windows.user_devices}"
+    )
 
     windows.still_unallocatable.holds()
     plugin = windows.vacated_plugin

@@ -73,8 +73,8 @@ def test_pod_without_a_device_request_sees_no_device(node, pod_factory, register
 
 
 def _sees(pod, resource: str, granted: list[str], when: str) -> None:
-    listed = pod.devices(resource)
-    assert listed == granted, f"{when}: podresources lists {listed} for {pod}, the kubelet allocated {granted}"
+    listed = sorted(pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(granted), f"{when}: podresources lists {listed} for {pod}, the kubelet allocated {granted}"
     seen = pod.log_line(f"{DEVICES_ENV}=")
     assert seen == ",".join(granted), f"{when}: {pod} sees devices {seen!r}, the kubelet allocated {granted}"
 

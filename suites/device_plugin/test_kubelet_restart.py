@@ -50,8 +50,10 @@ def _keeps_running(pod, duration=5):
 
 def _lists(pod, resource, granted, when):
     """podresources lists exactly the device IDs the kubelet allocated to container main."""
-    listed = pod.devices(resource)
-    assert listed == granted, f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
+    listed = sorted(pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(granted), (
+        f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
+    )
 
 
 @dataclass

@@ -16,8 +16,10 @@ STEADY_FOR = 5  # how long counts must hold still while a second instance comes 
 
 
 def _lists(pod, resource, granted, when):
-    listed = pod.devices(resource)
-    assert listed == granted, f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
+    listed = sorted(pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(granted), (
+        f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
+    )
 
 
 @pytest.mark.scenario("DP7")

@@ -71,5 +71,7 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
 
 
 def _lists(pod, resource, granted, when):
-    listed = pod.devices(resource)
-    assert listed == granted, f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
+    listed = sorted(pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(granted), (
+        f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
+    )

@@ -131,7 +131,8 @@ def test_blocked_prepare_holds_the_pod_until_released(dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",))
     driver.block_prepare()
     pod = dra_objects.claim_pod("blocked", driver)
-    driver.wait_for_blocked(PREPARE)
+    # The first prepare of a new pod may be refused (node authorizer lag) and retried at the resync.
+    driver.wait_for_blocked(PREPARE, timeout=timeouts.CLAIM_POD_START)
 
     def started(current):
         running = [c.name for c in current.status.container_statuses or [] if c.state.running]

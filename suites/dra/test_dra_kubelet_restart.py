@@ -74,7 +74,8 @@ def restarted(request, cluster, kube):
     deleted = shared.driver(devices=("dev-0",))
     deleted.block_prepare()
     gone = objects.claim_pod("gone", deleted)
-    deleted.wait_for_blocked(PREPARE)
+    # The first prepare of a new pod may be refused (node authorizer lag) and retried at the resync.
+    deleted.wait_for_blocked(PREPARE, timeout=timeouts.CLAIM_POD_START)
     deleted_uid = gone.claim_uid()  # the kubelet checkpointed the claim before it called the driver
     try:
         with node.kubelet.stopped():
@@ -160,7 +161,8 @@ def test_prepare_blocked_across_a_kubelet_restart(node, dra_driver, dra_objects,
     driver = dra_driver(devices=("dev-0",))
     driver.block_prepare()
     pod = dra_objects.claim_pod("blocked", driver)
-    driver.wait_for_blocked(PREPARE)
+    # The first prepare of a new pod may be refused (node authorizer lag) and retried at the resync.
+    driver.wait_for_blocked(PREPARE, timeout=timeouts.CLAIM_POD_START)
     node.kubelet.restart()
     driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
     # The old kubelet's held call ends with its client; the restarted kubelet asks again, and is held.

@@ -178,7 +178,8 @@ def test_kubelet_sigkilled_during_prepare_prepares_again(node, dra_driver, dra_o
     driver = dra_driver(devices=("dev-0",))
     driver.block_prepare()
     pod = dra_objects.claim_pod("kill-prep", driver)
-    driver.wait_for_blocked(PREPARE)
+    # The first prepare of a new pod may be refused (node authorizer lag) and retried at the resync.
+    driver.wait_for_blocked(PREPARE, timeout=timeouts.CLAIM_POD_START)
     node.kubelet.crash()
     driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
     # The SIGKILLed kubelet's held call ends with its connection; the new kubelet asks again, and is held.

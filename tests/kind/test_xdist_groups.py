@@ -108,3 +108,84 @@ def test_per_worker_clusters_need_no_grouping(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(ran) == 10
     assert not any("@" in nodeid for _, nodeid in ran)
+
+
+QUICK = """
+    import pytest
+
+    @pytest.mark.parametrize("n", range(4))
+    def test_quick(cluster, record, n):
+        pass
+"""
+SLOW = """
+    import pytest
+
+    def test_first(cluster, record):
+        pass
+
+    @pytest.mark.slow
+    def test_long(cluster, record):
+        pass
+"""
+WINDOW = """
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def window(cluster):
+        with open(__import__("os").environ["RECORD"] + ".windows", "a") as out:
+            out.write("opened\\n")
+        yield
+
+    def test_a(cluster, window, record):
+        pass
+
+    def test_b(cluster, window, record):
+        pass
+"""
+
+
+def test_with_a_cluster_per_worker_each_module_runs_on_one_worker_longest_first(tmp_path):
+    (tmp_path / "test_a_quick.py").write_text(textwrap.dedent(QUICK))
+    (tmp_path / "test_b_slow.py").write_text(textwrap.dedent(SLOW))
+    (tmp_path / "test_c_window.py").write_text(textwrap.dedent(WINDOW))
+    proc, ran = _run(tmp_path, "--dist", "loadgroup", "--provider", "kind")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    workers_of: dict[str, set[str]] = {}
+    first_of: dict[str, str] = {}
+    for worker, nodeid in ran:
+        module = nodeid.split("::", 1)[0]
+        workers_of.setdefault(module, set()).add(worker)
+        first_of.setdefault(worker, module)
+    assert {module: len(workers) for module, workers in workers_of.items()} == {
+        "test_a_quick.py": 1,
+        "test_b_slow.py": 1,
+        "test_c_window.py": 1,
+        "test_shared.py": 1,
+    }, ran
+    # The module with a slow test and the one with a module-scoped fixture start first, one per worker.
+    assert sorted(first_of.values()) == ["test_b_slow.py", "test_c_window.py"], ran
+    assert (tmp_path / "record.txt.windows").read_text() == "opened\n"
+    assert all(nodeid.endswith("@" + nodeid.split("::", 1)[0]) for _, nodeid in ran), ran
+
+
+@pytest.mark.parametrize(
+    ("workers", "options", "created"),
+    [
+        ("3", ["--provider", "kind"], "created: 3/3 workers"),
+        # A cluster every worker would share: its tests run in turn anyway, so one worker.
+        ("2", ["--provider", "existing", "--kubeconfig", "/dev/null"], "created: 1/1 worker"),
+    ],
+)
+def test_n_auto_takes_e2e_workers(tmp_path, monkeypatch, workers, options, created):
+    monkeypatch.setenv("E2E_WORKERS", workers)
+    proc, _ = _run(tmp_path, "-n", "auto", "--dist", "loadgroup", *options)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert created in proc.stdout, proc.stdout
+
+
+def test_e2e_workers_that_is_no_count_stops_before_any_worker(tmp_path, monkeypatch):
+    monkeypatch.setenv("E2E_WORKERS", "many")
+    proc, ran = _run(tmp_path, "-n", "auto", "--provider", "kind")
+    assert proc.returncode != 0
+    assert "E2E_WORKERS='many' is not a number of xdist workers" in proc.stderr, proc.stderr
+    assert ran == []

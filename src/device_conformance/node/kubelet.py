@@ -19,6 +19,8 @@ START_TIMEOUT = 120
 # How long a supervisor may take to start a SIGKILLed kubelet again (kind's kubelet.service: RestartSec=1s).
 CRASH_RESTART_TIMEOUT = 30
 LOG_TAIL_LINES = 40
+# A SIGSTOP takes effect at once; this only covers a /healthz request already in flight.
+FREEZE_TIMEOUT = 10
 
 
 class KubeletControl:
@@ -116,8 +118,14 @@ class KubeletControl:
         self.wait_healthy()
 
     def freeze(self) -> None:
-        """SIGSTOP: the process stays, /healthz stops answering."""
+        """SIGSTOP: the process stays, /healthz stops answering. Returns once it has: a request already
+        being served when the signal lands may still be answered, more so on a loaded machine."""
         self.service.signal(signal.SIGSTOP)
+
+        def probe() -> bool | Pending:
+            return True if not self.service.healthy() else Pending("/healthz still answers ok")
+
+        until(probe, timeout=FREEZE_TIMEOUT, what=f"the SIGSTOPped kubelet on {self.node} to stop answering /healthz")
 
     def thaw(self) -> None:
         """SIGCONT after freeze()."""

@@ -42,3 +42,20 @@ def pytest_configure(config: pytest.Config) -> None:
         # warns about assertion rewriting for modules already imported (they use no bare asserts).
         if config.pluginmanager.get_plugin(module) is None:
             config.pluginmanager.register(importlib.import_module(module), module)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one cluster per worker, as many as cores and memory allow (pytest_plugin/workers.py).
+
+    Here rather than in a module registered at pytest_configure: xdist asks in pytest_cmdline_main."""
+    from device_conformance.errors import BadInput
+    from device_conformance.pytest_plugin.workers import auto_workers
+    from device_conformance.pytest_plugin.xdist_groups import shared_cluster
+
+    if shared_cluster(config) is not None:
+        return 1  # its tests run in turn on one worker anyway (xdist_groups.py)
+    try:
+        return auto_workers()
+    except BadInput as exc:
+        raise pytest.UsageError(str(exc)) from None

@@ -6,6 +6,13 @@ share one cluster (--provider existing / --kubeconfig, or --kind-cluster NAME), 
 it is put in one xdist group, so one worker runs them all in turn (a kubelet restart in one test
 would otherwise break the tests running beside it). That needs `--dist loadgroup`.
 
+With a cluster per worker and `--dist loadgroup` (what `make e2e` passes), each module is one group:
+its module-scoped fixtures (the background "nothing happens" windows of wait.core.watch, the
+grace-period module's one shared wait) then run once, on one worker, while the other workers go on
+with other modules, instead of once per worker that got some of its tests. Modules are handed out
+longest first (slow tests, then a module-scoped fixture, then the number of tests), so the longest
+waits start at once rather than at the end of the run.
+
 Grouping fails silently on pytest 9.2 + xdist 3.8 (pytest-dev/pytest-xdist#1386): the marks are
 there but the `@group` suffix xdist needs is not. So at collection time, on each worker, every
 grouped test's node id must end in its group; otherwise the run stops with the fix.
@@ -63,17 +70,62 @@ def pytest_configure(config: pytest.Config) -> None:
     shared = shared_cluster(config)
     if shared is not None and workers and dist not in ("no", "loadgroup"):
         raise pytest.UsageError(str(_shared_cluster_fix(shared, str(workers))))
+    if dist == "loadgroup":
+        # The scheduler (on the controller) would sort groups by their number of tests; the workers'
+        # collection order below (longest first) is the better guess of how long a module runs.
+        config.option.loadscopereorder = False
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Before xdist's own hook (which appends @group to node ids): group tests of a shared cluster."""
-    shared = shared_cluster(config)
-    if shared is None or worker_count(config) < 2 or not config.getvalue("loadgroup"):
+    """Before xdist's own hook (which appends @group to node ids): group tests of a shared cluster,
+    or, with a cluster per worker, each module's tests, modules longest first."""
+    if worker_count(config) < 2 or not config.getvalue("loadgroup"):
         return
+    shared = shared_cluster(config)
+    if shared is not None:
+        for item in items:
+            if "cluster" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(name=f"cluster-{shared}"))
+        return
+    items[:] = longest_modules_first(items)
     for item in items:
-        if "cluster" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group(name=f"cluster-{shared}"))
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(name=module_of(item)))
+
+
+def module_of(item: pytest.Item) -> str:
+    """The test's module path (its node id up to the first '::'), the group name of its module."""
+    return item.nodeid.split("::", 1)[0]
+
+
+def has_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a module-scoped fixture of its own module (a background window, a shared wait)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    module = module_of(item)
+    return any(
+        fixturedef.scope == "module" and fixturedef.baseid.split("::", 1)[0] == module
+        for fixturedefs in info.name2fixturedefs.values()
+        for fixturedef in fixturedefs
+    )
+
+
+def longest_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Modules ordered by how long they likely run (slow tests, a module-scoped fixture, more tests);
+    tests keep their order inside a module, and equal modules their collection order (every worker
+    must collect the same order)."""
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(module_of(item), []).append(item)
+
+    def weight(tests: list[pytest.Item]) -> tuple[int, int, int]:
+        slow = sum(1 for test in tests if test.get_closest_marker("slow") is not None)
+        return (slow, int(any(has_module_fixture(test) for test in tests)), len(tests))
+
+    ordered = sorted(modules.values(), key=weight, reverse=True)
+    return [item for tests in ordered for item in tests]
 
 
 def ungrouped(items: list[pytest.Item]) -> list[str]:

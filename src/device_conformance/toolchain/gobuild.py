@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -143,7 +144,34 @@ def build_kubernetes(
         f"building Kubernetes {version.tag} from the Go module proxy ({', '.join(components)}); "
         "a cold build takes many minutes"
     )
-    run_go(argv, workdir, f"Kubernetes {version.tag}", progress, env={"GOFLAGS": "-mod=mod"})
+    packages = [f"k8s.io/kubernetes/cmd/{name}" for name in components]
+    run_go(argv, workdir, f"Kubernetes {version.tag}", progress, env={"GOFLAGS": "-mod=mod"}, packages=packages)
+
+
+def stale_packages(go: str, workdir: Path, flags: Sequence[str], packages: Sequence[str], env: dict[str, str]) -> int:
+    """How many packages a `go build` of `packages` will compile: go list's Stale says which are not in the
+    build cache (on a warm cache only what changed). Raises on any failure: the count is then unknown."""
+    out = subprocess.run(
+        [go, "list", *flags, "-deps", "-f", "{{if .Stale}}{{.ImportPath}}{{end}}", *packages],
+        cwd=workdir, env=env, capture_output=True, text=True, timeout=600, check=True,
+    ).stdout  # fmt: skip
+    return sum(1 for line in out.splitlines() if line.strip())
+
+
+def progress_line(label: str, compiled: int, total: int | None, elapsed: float) -> str:
+    """`compiled` of `total` packages with a percentage and the time left at the rate so far
+    (only a count while the total is not known yet)."""
+    if not total:
+        return f"  building {label}: {compiled} packages compiled, {elapsed:.0f}s elapsed"
+    done = min(compiled, total)
+    percent = min(99, 100 * done // total) if done < total else 99  # 100 % only when go build exits
+    left = elapsed / done * (total - done) if done else None
+    eta = f"about {_minutes(left)} left" if left is not None else "time left not known yet"
+    return f"  building {label}: {done}/{total} packages ({percent}%), {_minutes(elapsed)} elapsed, {eta}"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
 
 
 def run_go(
@@ -152,13 +180,28 @@ def run_go(
     label: str,
     progress: Callable[[str], None],
     env: dict[str, str] | None = None,
+    packages: Sequence[str] = (),
+    flags: Sequence[str] = (),
 ) -> float:
-    """Run a `go build`/`go install -v`, reporting progress; returns the seconds it took."""
+    """Run a `go build`/`go install -v`, reporting progress; returns the seconds it took.
+
+    With `packages` (and the build `flags` that change what is built) the total is counted by go list
+    while the build runs, so the progress says n/total, a percentage and the time left."""
     env = {**os.environ, **(env or {})}
     started = time.monotonic()
     last_report = started
     compiled = 0
     tail: list[str] = []
+    total: list[int] = []
+    if packages:
+
+        def count() -> None:
+            try:
+                total.append(stale_packages(argv[0], workdir, flags, packages, env))
+            except (OSError, subprocess.SubprocessError):
+                pass  # progress stays a count
+
+        threading.Thread(target=count, daemon=True).start()
     with subprocess.Popen(
         argv, cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     ) as proc:
@@ -170,7 +213,7 @@ def run_go(
             now = time.monotonic()
             if now - last_report >= PROGRESS_EVERY_SECONDS:
                 last_report = now
-                progress(f"  building {label}: {compiled} packages compiled, {now - started:.0f}s elapsed")
+                progress(progress_line(label, compiled, total[0] if total else None, now - started))
     if proc.returncode != 0:
         raise BadInput(
             f"go build of {label} failed (exit {proc.returncode}):\n" + "\n".join(tail),

@@ -179,7 +179,15 @@ def build_tree(tree: Path, version: KubeVersion, target: Path, components: Seque
         f"building {', '.join(components)} from {tree} as {version.tag} "
         "(minutes when the Go build cache is cold, seconds after a small change)"
     )
-    return run_go(argv, tree, f"Kubernetes from {tree}", progress, env=build_env())
+    return run_go(
+        argv,
+        tree,
+        f"Kubernetes from {tree}",
+        progress,
+        env=build_env(),
+        packages=command_packages(components),
+        flags=BUILD_FLAGS,
+    )
 
 
 def prune_source_entries(keep: Path, count: int = ENTRIES_KEPT) -> list[Path]:

@@ -59,9 +59,14 @@ class LocalCluster:
         run_id = "r" + secrets.token_hex(3)
         layout = RunLayout.for_run(run_id)
         state = RunState.new(run_id, str(binaries.version), node_name=f"dc-{run_id}")
-        # Ports first: a busy pinned port must not leave a run directory behind.
-        state.ports = ports.allocate(state_root(), live_port_bases()).as_dict()
-        layout.root.mkdir(parents=True)
+
+        def reserve(chosen: ports.Ports) -> None:
+            # Called only once the block is known free: a busy pinned port leaves no run directory.
+            state.ports = chosen.as_dict()
+            layout.root.mkdir(parents=True)
+            state.save(layout)  # under the port lock: from here on live_port_bases() of others sees it
+
+        ports.allocate(state_root(), live_port_bases, reserve)
         state.bridge = f"dc{run_id}"
         state.subnet = f"10.{88 + (state.ports['etcd_client'] // ports.PORTS_PER_RUN) % 150}.0.0/24"
         state.cgroup_root = f"/device-conformance-{run_id}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -73,23 +74,35 @@ def pinned_block() -> Ports | None:
     return ports
 
 
-def allocate(lock_dir: Path, taken_bases: set[int]) -> Ports:
-    """Pick a block whose ports are all free and not recorded by another live run.
+def allocate(
+    lock_dir: Path,
+    taken_bases: Callable[[], set[int]] | set[int],
+    reserve: Callable[[Ports], None] = lambda _: None,
+) -> Ports:
+    """Pick a block whose ports are all free and not recorded by another live run, and reserve it.
+
+    Nothing binds the ports until etcd starts seconds later, so "free" alone does not make a block ours:
+    `taken_bases` (the blocks recorded by live runs) is read and `reserve` (which records the block in
+    the run's state file) is called under the same host-wide lock. Otherwise clusters brought up at the
+    same moment (xdist workers) both find the first block free and collide on its ports.
 
     DEVICE_CONFORMANCE_BASE_PORT pins the block; then a busy port is an error naming the fix.
     """
     pinned = pinned_block()
     if pinned is not None:
+        reserve(pinned)
         return pinned
     lock_dir.mkdir(parents=True, exist_ok=True)
     with (lock_dir / "ports.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        taken = taken_bases() if callable(taken_bases) else taken_bases
         for block in range(MAX_BLOCKS):
             base = FIRST_PORT + block * PORTS_PER_RUN
-            if base in taken_bases:
+            if base in taken:
                 continue
             ports = Ports.from_base(base)
             if all(port_free(p) for p in ports.as_dict().values()):
+                reserve(ports)
                 return ports
     raise BadInput(
         f"no free block of {PORTS_PER_RUN} loopback ports between {FIRST_PORT} and "
