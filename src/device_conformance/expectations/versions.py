@@ -71,14 +71,15 @@ DEFAULT_K8S_VERSION = KubeVersion(1, 37, 1)
 # v1.36.5 but its checksum database answers 404 for it, so `go` refuses it; v1.36.4 verifies.
 PREVIOUS_MINOR_VERSION = KubeVersion(1, 36, 4)
 
-# The version matrix (`make matrix`): for each minor 1.31-1.37 the newest patch the Go module proxy
-# serves here with an entry in its checksum database (probed 2026-11-23 via
-# proxy.golang.org/k8s.io/kubernetes/@v/vX.Y.Z.zip and /sumdb/sum.golang.org/lookup/...). Newer patches
-# exist but are refused: 1.34.11-1.34.12, 1.35.9 and 1.36.5 have no checksum entry (`go` rejects them),
-# 1.31.15+, 1.32.14+, 1.33.14+ and 1.37.2+ answer 403 on the proxy.
+# The version matrix (`make matrix`): for each minor 1.31-1.37 the newest patch that builds here: the Go
+# module proxy serves k8s.io/kubernetes and every staging module k8s.io/<name>@v0.Y.Z its go.mod replaces,
+# and the checksum database has an entry (probed 2026-11-23 via proxy.golang.org/<module>/@v/<v>.zip and
+# /sumdb/sum.golang.org/lookup/...). Newer patches are refused: 1.34.11-1.34.12, 1.35.9 and 1.36.5 have no
+# checksum entry; k8s.io/endpointslice answers 403 for v0.31.5-v0.31.12, v0.31.14 and v0.32.7+, so 1.31.14
+# and 1.32.13 fail to build; 1.33.14+ answer 403.
 MATRIX_VERSIONS: tuple[KubeVersion, ...] = (
-    KubeVersion(1, 31, 14),
-    KubeVersion(1, 32, 13),
+    KubeVersion(1, 31, 13),
+    KubeVersion(1, 32, 5),
     KubeVersion(1, 33, 13),
     KubeVersion(1, 34, 10),
     KubeVersion(1, 35, 8),
