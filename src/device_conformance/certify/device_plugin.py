@@ -445,7 +445,7 @@ class DevicePluginCertifier:
             problem = self._still_serving(ev)
         if not problem:
             return "answered and still serving"
-        if self.proc and not self.proc.running():
+        if self.proc and self.proc.exited_within(limits.EXIT_AFTER_BROKEN_CALL):
             ev.add(f"subject process: {self.proc.exit_status()}")
             ev.extend(f"  log: {line}" for line in self.proc.log_tail(5))
         self._recover(ev)

@@ -23,3 +23,6 @@ NOTIFY_TIMEOUT = 5.0
 DRA_CALL_TIMEOUT = 45.0
 # Concurrency: how many RPCs the certifier has in flight at once.
 CONCURRENT_CALLS = 8
+# A call that lost its connection: how long the subject the tool started gets to be seen exiting (it may
+# close its socket while dying, before it can be reaped), so the evidence says it crashed.
+EXIT_AFTER_BROKEN_CALL = 5.0

@@ -43,6 +43,17 @@ class SubjectProcess:
     def running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def exited_within(self, seconds: float) -> bool:
+        """Whether it has ended, or ends within `seconds`: a process that closed its socket while dying may
+        not be reaped yet when the call it broke returns."""
+        if self._proc is None:
+            return False
+        try:
+            self._proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def exit_status(self) -> str:
         """How it ended, for evidence: 'running', 'exit 3' or 'killed by SIGABRT'."""
         code = self._proc.poll() if self._proc else None
