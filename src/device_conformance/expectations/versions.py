@@ -75,10 +75,10 @@ PREVIOUS_MINOR_VERSION = KubeVersion(1, 36, 4)
 # module proxy serves k8s.io/kubernetes and every staging module k8s.io/<name>@v0.Y.Z its go.mod replaces,
 # and the checksum database has an entry (probed 2026-11-23 via proxy.golang.org/<module>/@v/<v>.zip and
 # /sumdb/sum.golang.org/lookup/...). Newer patches are refused: 1.34.11-1.34.12, 1.35.9 and 1.36.5 have no
-# checksum entry; k8s.io/endpointslice answers 403 for v0.31.5-v0.31.12, v0.31.14 and v0.32.7+, so 1.31.14
-# and 1.32.13 fail to build; 1.33.14+ answer 403.
+# checksum entry; k8s.io/endpointslice answers 403 for v0.31.5-v0.31.12, v0.31.14 and v0.32.7+ and has no
+# checksum entry for v0.31.13, so 1.31.5-1.31.14 and 1.32.7+ fail to build; 1.33.14+ answer 403.
 MATRIX_VERSIONS: tuple[KubeVersion, ...] = (
-    KubeVersion(1, 31, 13),
+    KubeVersion(1, 31, 4),
     KubeVersion(1, 32, 5),
     KubeVersion(1, 33, 13),
     KubeVersion(1, 34, 10),
