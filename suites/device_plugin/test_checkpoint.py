@@ -181,7 +181,7 @@ def _state_loss_block(request, expected):
 def test_forged_pre_1_20_checkpoint_on_restart(
     request, kube, node, pod_factory, node_resource, register_plugin, kube_version
 ):
-    """Upstream DM1 / bug 3 (#102880): the same allocation written in the pre-1.20 "v1" format with a
+    """Upstream DM1 / kubernetes#102880: the same allocation written in the pre-1.20 "v1" format with a
     correct checksum. 1.23-1.30 recover it and reject pods until the plugin registers; 1.31+ dropped
     the v1 reader (#123398): warning, state lost, the node keeps offering the devices, and a pod runs
     without them (#116125, a known-bug block there)."""

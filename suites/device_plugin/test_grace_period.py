@@ -147,7 +147,7 @@ def _drops_after_grace(scenario, during, after=(0, 0)):
 
 @pytest.mark.scenario("DF7")
 def test_killed_plugin_keeps_capacity_for_the_grace_period_then_reports_zero(cluster, scenarios, pod_factory):
-    """Upstream DF7 / bug 1 (#60856): capacity = the devices, allocatable 0, for 5 minutes; then 0/0
+    """Upstream DF7 / kubernetes#60856: capacity = the devices, allocatable 0, for 5 minutes; then 0/0
     (the key itself stays on the node: #52510), and the device manager has forgotten the resource: a
     pod asking for it is refused by resource fit, not by the device manager."""
     scenario = scenarios["killed"]
@@ -176,7 +176,7 @@ def test_listandwatch_failing_at_once_leaves_an_empty_resource_and_no_retries(sc
 
 @pytest.mark.scenario("DM-U7")
 def test_plugin_returning_after_expiry_gets_all_devices_back(cluster, scenarios):
-    """Bug 10 (#133702, fixed in 1.35 by #133724): an expired endpoint must not leave its unhealthy
+    """kubernetes#133702 (fixed in 1.35 by #133724): an expired endpoint must not leave its unhealthy
     device set behind; the plugin coming back reports N/N and podresources lists its devices."""
     scenario = scenarios["revived"]
     _drops_after_grace(scenario, during=(2, 0))

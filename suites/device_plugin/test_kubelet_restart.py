@@ -172,7 +172,7 @@ def test_plugin_not_reregistering_leaves_zero_devices_and_new_pods_fail_admissio
 ):
     """After a restart the kubelet knows the resource from its checkpoint as a stopped endpoint with no
     devices: capacity and allocatable are 0 at once, a pod bound to the node fails admission instead of
-    running without devices, and the plugin's late registration brings everything back (bug 1, #60856)."""
+    running without devices, and the plugin's late registration brings everything back (kubernetes#60856)."""
     plugin = registered_plugin
     resource = plugin.config.resource_name
     counts = node_resource(resource)
@@ -239,7 +239,7 @@ def test_pod_force_deleted_while_kubelet_is_down_is_cleaned_up_and_frees_its_dev
 @pytest.mark.scenario("DP4")
 def test_pod_with_init_and_app_devices_survives_kubelet_restart(node, pod_factory, node_resource, registered_plugin):
     """Init container and app container both hold a device; a plain kubelet restart must keep the pod
-    (bug 7: #124345, recurrence #138446 "container not present in the initial running set")."""
+    (#124345, recurrence #138446 "container not present in the initial running set")."""
     plugin = registered_plugin
     resource = plugin.config.resource_name
     init = pods.container_spec("init", ["true"], resources={resource: 1})
@@ -260,7 +260,7 @@ def test_pod_with_init_and_app_devices_survives_kubelet_restart(node, pod_factor
 def test_reboot_with_plugin_held_back_fails_the_pod_instead_of_running_it_without_devices(
     kube, node, pod_factory, node_resource, registered_plugin
 ):
-    """Upstream DP11/DM3 (bug 4, #109595 fixed by #116376): after a reboot (all sandboxes gone) the pod
+    """Upstream DP11/DM3 (kubernetes#109595 fixed by #116376): after a reboot (all sandboxes gone) the pod
     must be re-admitted; with the plugin not registered it fails admission rather than run without its
     device, and the node offers 0 devices."""
     plugin = registered_plugin
@@ -285,7 +285,7 @@ def test_reboot_with_plugin_held_back_fails_the_pod_instead_of_running_it_withou
 def test_running_pod_survives_kubelet_restart_while_its_plugin_is_away(
     kube, node, pod_factory, node_resource, registered_plugin
 ):
-    """Bug 5 (#118559, fixed by #118635): a plain kubelet restart while the plugin is not registered
+    """kubernetes#118559 (fixed by #118635): a plain kubelet restart while the plugin is not registered
     must not re-admit (and fail) the running device pod; it is found running and left alone."""
     plugin = registered_plugin
     resource = plugin.config.resource_name

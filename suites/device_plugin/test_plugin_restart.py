@@ -24,7 +24,7 @@ def _lists(pod, resource, granted, when):
 
 @pytest.mark.scenario("DP7")
 def test_restarted_plugin_keeps_assignments_and_serves_new_pods(pod_factory, node_resource, register_plugin):
-    """Upstream DP7 and bug 2 (#62773): after the plugin process dies and starts again, allocatable comes
+    """Upstream DP7 and kubernetes#62773: after the plugin process dies and starts again, allocatable comes
     back, the running pod keeps its device, and a new pod gets the other device."""
     plugin = register_plugin(timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
     resource = plugin.config.resource_name
@@ -75,7 +75,7 @@ def test_reregistration_with_other_devices_replaces_the_device_list(node, node_r
 def test_rollout_of_a_second_instance_keeps_the_resource_available(
     pod_factory, node_resource, device_plugin, register_plugin
 ):
-    """Upstream device_plugin_multiple_test (bug 9: #121994, #127803, fixed by #135437): a second
+    """Upstream device_plugin_multiple_test (#121994, #127803, fixed by #135437): a second
     instance for the same resource on its own socket takes over; the first one going away must not
     take the resource with it."""
     old = register_plugin(timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
