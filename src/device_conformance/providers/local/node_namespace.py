@@ -8,11 +8,14 @@ vanishes with it, so nothing can leak onto the host.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from device_conformance.errors import ConformanceError
@@ -50,11 +53,14 @@ class NodeNamespace:
                 raise ConformanceError("unshare --mount did not create a mount namespace (are we root?)")
             time.sleep(0.01)
         namespace = cls(holder.pid, inode)
-        for node_path in NODE_PRIVATE_PATHS:
-            source = layout.private(node_path)
-            source.mkdir(parents=True, exist_ok=True)
-            _ensure_host_dir(Path(node_path))
-            run(namespace.wrap(["mount", "--bind", str(source), node_path]))
+        # Under the host-wide lock: clusters brought up at once (xdist workers) create the same mount
+        # points, and the last run's teardown removes them; neither may run between a check and a mount.
+        with host_dirs_lock():
+            for node_path in NODE_PRIVATE_PATHS:
+                source = layout.private(node_path)
+                source.mkdir(parents=True, exist_ok=True)
+                _ensure_host_dir(Path(node_path))
+                run(namespace.wrap(["mount", "--bind", str(source), node_path]))
         return namespace
 
     def wrap(self, argv: list[str]) -> list[str]:
@@ -90,11 +96,20 @@ class NodeNamespace:
             time.sleep(0.05)
 
 
+@contextmanager
+def host_dirs_lock() -> Iterator[None]:
+    """Serialises creating host mount points (and mounting on them) with removing them."""
+    state_root().mkdir(parents=True, exist_ok=True)
+    with (state_root() / "host-dirs.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def _ensure_host_dir(path: Path) -> None:
     """Create a mount point on the host if missing, and remember it so the last run removes it."""
     if path.exists():
         return
-    path.mkdir(parents=True)
+    path.mkdir(parents=True, exist_ok=True)
     record = state_root() / CREATED_HOST_DIRS
     created = json.loads(record.read_text()) if record.exists() else []
     if str(path) not in created:

@@ -10,7 +10,7 @@ from device_conformance.node.cri import CRIClient
 from device_conformance.process import run
 from device_conformance.providers.local import cgroups
 from device_conformance.providers.local.layout import RunLayout, state_root
-from device_conformance.providers.local.node_namespace import NodeNamespace, remove_created_host_dirs
+from device_conformance.providers.local.node_namespace import NodeNamespace, host_dirs_lock, remove_created_host_dirs
 from device_conformance.providers.local.state import RunState
 
 CONTROL_PLANE_STOP_ORDER = ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
@@ -34,8 +34,9 @@ def teardown(layout: RunLayout, log: Callable[[str], None] = lambda _: None) -> 
     shutil.rmtree(layout.root, ignore_errors=True)
     if layout.root.exists():
         problems.append(f"{layout.root} could not be removed")
-    if not any((state_root() / "runs").glob("*/state.json")):
-        remove_created_host_dirs()
+    with host_dirs_lock():  # a run being created holds it while it mounts on them (its state.json exists by then)
+        if not any((state_root() / "runs").glob("*/state.json")):
+            remove_created_host_dirs()
     return problems
 
 
