@@ -13,11 +13,11 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
+from device_conformance.cli import release_run
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 
@@ -102,16 +102,9 @@ def proxy_serves(version: KubeVersion) -> bool:
 
 
 def run_outcome(test: str, version: KubeVersion, folder: Path) -> str:
-    folder.mkdir(parents=True, exist_ok=True)
-    setup = [sys.executable, "-m", "device_conformance.cli", "setup", "--no-packages", "--k8s-version", str(version)]
-    with open(folder / "setup.log", "w", encoding="utf-8") as log:
-        if subprocess.run(setup, stdout=log, stderr=subprocess.STDOUT, check=False).returncode != 0:
-            return UNTESTABLE
-    junit = folder / "junit.xml"
-    argv = [sys.executable, "-m", "pytest", test, "-p", "no:cacheprovider", "--ignore-known-bugs"]
-    argv += ["--k8s-version", str(version), f"--junitxml={junit}"]
-    with open(folder / "pytest.log", "w", encoding="utf-8") as log:
-        subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False)
+    if release_run.setup(version, folder) != 0:
+        return UNTESTABLE
+    _, junit = release_run.pytest(version, folder, test, "--ignore-known-bugs")
     if not junit.exists():
         return UNTESTABLE
     cases = list(ET.parse(junit).getroot().iter("testcase"))

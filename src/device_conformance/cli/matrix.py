@@ -11,13 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
 import sys
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
+from device_conformance.cli import release_run
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import MATRIX_VERSIONS, KubeVersion
 
@@ -105,12 +105,11 @@ def _run(args: argparse.Namespace) -> int:
         folder = args.out / str(version)
         folder.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        if not args.no_setup and _setup(version, folder) != 0:
+        if not args.no_setup and release_run.setup(version, folder) != 0:
             results[str(version)], notes[str(version)] = {}, f"setup failed: see {folder / 'setup.log'}"
             print(f"[matrix] {version}: {notes[str(version)]}", flush=True)
             continue
-        code = _pytest(version, args, folder)
-        junit = folder / "junit.xml"
+        code, junit = release_run.pytest(version, folder, "suites", "-m", args.markers, *shlex.split(args.pytest_args))
         results[str(version)] = count_outcomes(junit) if junit.exists() else {}
         if not junit.exists():
             notes[str(version)] = f"pytest exit {code}, no JUnit: see {folder / 'pytest.log'}"
@@ -122,28 +121,3 @@ def _run(args: argparse.Namespace) -> int:
     sys.stdout.write(table)
     red = notes or any(c["failed"] for per in results.values() for c in per.values())
     return 1 if red else 0
-
-
-def _setup(version: KubeVersion, folder: Path) -> int:
-    argv = [sys.executable, "-m", "device_conformance.cli", "setup", "--no-packages", "--k8s-version", str(version)]
-    with open(folder / "setup.log", "w", encoding="utf-8") as log:
-        return subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
-
-
-def _pytest(version: KubeVersion, args: argparse.Namespace, folder: Path) -> int:
-    argv = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "suites",
-        "-p",
-        "no:cacheprovider",
-        "--k8s-version",
-        str(version),
-        "-m",
-        args.markers,
-        f"--junitxml={folder / 'junit.xml'}",
-        *shlex.split(args.pytest_args),
-    ]
-    with open(folder / "pytest.log", "w", encoding="utf-8") as log:
-        return subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, check=False).returncode

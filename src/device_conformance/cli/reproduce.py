@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+from device_conformance.cli import release_run
 from device_conformance.errors import BadInput
 from device_conformance.expectations.behaviour import KnownBug
 from device_conformance.expectations.bugtable import KNOWN_BUGS
@@ -123,11 +122,10 @@ def _run(args: argparse.Namespace) -> int:
         folder = args.out / bug.issue.replace("#", "-") / str(version)
         folder.mkdir(parents=True, exist_ok=True)
         print(f"[reproduce] {bug.issue} on {version} ({'affected' if affected else 'fixed'}): {folder}", flush=True)
-        if not args.no_setup and _call(_setup_argv(version), folder / "setup.log") != 0:
+        if not args.no_setup and release_run.setup(version, folder) != 0:
             rows.append((version, f"setup failed: see {folder / 'setup.log'}", folder))
             continue
-        _call(_pytest_argv(version, tests, folder), folder / "pytest.log")
-        junit = folder / "junit.xml"
+        _, junit = release_run.pytest(version, folder, *tests, "-rA")
         text = verdict(read_outcome(junit, bug), affected=affected) if junit.exists() else "no result: see the log"
         rows.append((version, text, folder))
     print(f"\n{bug.issue}: {bug.title}\n  {bug.describe_fix(good)}\n  tests: {', '.join(tests)}")
@@ -136,27 +134,3 @@ def _run(args: argparse.Namespace) -> int:
         print(f"| {version} | {text} | {folder} |")
     expected = ("reproduced", "fixed as expected")
     return 0 if tuple(text for _, text, _ in rows) == expected else 1
-
-
-def _setup_argv(version: KubeVersion) -> list[str]:
-    return [sys.executable, "-m", "device_conformance.cli", "setup", "--no-packages", "--k8s-version", str(version)]
-
-
-def _pytest_argv(version: KubeVersion, tests: list[str], folder: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "pytest",
-        *tests,
-        "-p",
-        "no:cacheprovider",
-        "-rA",
-        "--k8s-version",
-        str(version),
-        f"--junitxml={folder / 'junit.xml'}",
-    ]
-
-
-def _call(argv: list[str], log: Path) -> int:
-    with open(log, "w", encoding="utf-8") as out:
-        return subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False).returncode
