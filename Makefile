@@ -12,7 +12,10 @@ PYTEST_ARGS ?=
 # xdist workers for `make e2e`, one cluster each: auto = cores + 1 bounded by memory (README, "Parallel
 # runs"); a number overrides it, 0 runs without xdist. A -n in PYTEST_ARGS wins (it comes later).
 E2E_WORKERS ?= auto
-K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE))
+# An older kubelet under the K8S_VERSION control plane (README, "KUBELET_VERSION"); only its kubelet is built.
+KUBELET_VERSION ?=
+K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE)) \
+  $(if $(KUBELET_VERSION),--kubelet-version $(KUBELET_VERSION))
 
 .PHONY: venv lock test test-fast e2e bench matrix lint protos setup cleanup chromium
 

@@ -15,7 +15,12 @@ from typing import Generic, Literal, TypeVar
 
 from device_conformance.errors import BadInput
 from device_conformance.expectations.kind import default_node_image
-from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, PREVIOUS_MINOR_VERSION, KubeVersion
+from device_conformance.expectations.versions import (
+    DEFAULT_K8S_VERSION,
+    KUBELET_SKEW_MINORS,
+    PREVIOUS_MINOR_VERSION,
+    KubeVersion,
+)
 from device_conformance.toolchain import containerd
 from device_conformance.toolchain.source_tree import VERSION_FILE, tree_version
 
@@ -71,6 +76,14 @@ KNOBS: dict[str, Knob] = {
             "K8S_SOURCE",
             "Kubernetes source tree (a checkout, or `device-conformance k8s-source get`) to build the binaries "
             "from; the version is the tree's own unless K8S_VERSION says it (local provider only)",
+        ),
+        Knob(
+            "kubelet_version",
+            "--kubelet-version",
+            "KUBELET_VERSION",
+            "kubelet release on the node when it is not the control plane's (version skew: up to "
+            f"{KUBELET_SKEW_MINORS} minors older; local provider only; only its kubelet is built; default: "
+            "the version under test)",
         ),
         Knob(
             "upgrade_from",
@@ -161,6 +174,8 @@ class Settings:
     kubeconfig: Setting[Path | None]
     k8s_bin_dir: Setting[Path | None]
     k8s_source: Setting[Path | None]
+    # The node's kubelet; k8s_version is the control plane's (the same unless KUBELET_VERSION says otherwise).
+    kubelet_version: Setting[KubeVersion]
     upgrade_from: Setting[KubeVersion]
     keep_cluster: Setting[bool]
     kind_cluster: Setting[str | None]
@@ -236,13 +251,15 @@ class _Resolver:
                 "makes one from the tree) and an existing cluster runs what it runs",
             )
         image, image_source = self.raw("kind_image")
+        kubelet = self.kubelet_version(version, provider)
         return Settings(
             provider=provider,
             k8s_version=version,
             kubeconfig=kubeconfig,
             k8s_bin_dir=bin_dir,
             k8s_source=source,
-            upgrade_from=self.upgrade_from(version),
+            kubelet_version=kubelet,
+            upgrade_from=self.upgrade_from(kubelet),
             keep_cluster=self.flag("keep_cluster"),
             kind_cluster=self.text("kind_cluster"),
             kind_image=Setting(image, image_source)
@@ -293,6 +310,37 @@ class _Resolver:
                 "with it and version-dependent expectations use it",
             )
         return Setting(tree.version, Source("default", note=f"from the tree: {tree.how}"))
+
+    def kubelet_version(self, version: Setting[KubeVersion], provider: Setting[str]) -> Setting[KubeVersion]:
+        """The node's kubelet: the control plane's release unless KUBELET_VERSION names an older one within
+        the version-skew policy (what `bisect` swaps, so each step builds one binary instead of four)."""
+        kubelet = self.parsed("kubelet_version", KubeVersion.parse, version.value)
+        if kubelet.source == DEFAULT:
+            return Setting(version.value, Source("default", note="the version under test"))
+        if kubelet.value == version.value:
+            return kubelet
+        shown, undo = kubelet.source.shows(str(kubelet.value)), kubelet.source.undo()
+        plane = f"the control plane's {version.value} ({version.source})"
+        if provider.value != "local":
+            raise BadInput(
+                f"{shown} differs from {plane}, and only the local provider runs a kubelet of another release "
+                f"(provider {provider})",
+                f"use --provider local, {undo}",
+            )
+        if kubelet.value > version.value:
+            raise BadInput(
+                f"{shown} is newer than {plane}: the version-skew policy never allows a kubelet newer than "
+                "kube-apiserver",
+                f"set K8S_VERSION to {kubelet.value} or newer, {undo}",
+            )
+        if version.value.minor - kubelet.value.minor > KUBELET_SKEW_MINORS:
+            oldest = f"{version.value.major}.{version.value.minor - KUBELET_SKEW_MINORS}"
+            raise BadInput(
+                f"{shown} is more than {KUBELET_SKEW_MINORS} minors older than {plane}, outside the version-skew "
+                "policy (kubernetes.io/releases/version-skew-policy)",
+                f"use a {oldest}.x or newer kubelet, or lower K8S_VERSION; {undo}",
+            )
+        return kubelet
 
     def upgrade_from(self, version: Setting[KubeVersion]) -> Setting[KubeVersion]:
         """The upgrade tests' starting kubelet. One the user names must be older than the version under test:

@@ -58,3 +58,25 @@ def test_untestable_releases_are_skipped():
 def test_endpoints_with_the_same_outcome_are_refused():
     with pytest.raises(BadInput, match="give a --good release where the test passes"):
         bisect.search([V("1.36.4"), V("1.37.1")], lambda version: bisect.PASS, lambda line: None)
+
+
+@pytest.mark.parametrize(
+    ("step", "swap", "expected"),
+    [
+        ("1.36.4", bisect.SWAP_KUBELET, ("1.37.1", "1.36.4")),  # only the kubelet is built for the step
+        ("1.34.10", bisect.SWAP_KUBELET, ("1.37.1", "1.34.10")),  # three minors: still within the skew policy
+        ("1.33.13", bisect.SWAP_KUBELET, ("1.33.13", None)),  # four: the step's own control plane
+        ("1.37.1", bisect.SWAP_KUBELET, ("1.37.1", None)),  # the newer endpoint itself
+        ("1.36.4", bisect.SWAP_ALL, ("1.36.4", None)),  # a control-plane change: whole clusters
+    ],
+)
+def test_each_step_swaps_only_the_kubelet_within_the_skew_policy(step, swap, expected):
+    control_plane, kubelet = bisect.step_versions(V(step), V("1.37.1"), swap)
+    assert (str(control_plane), kubelet and str(kubelet)) == expected
+
+
+def test_a_kubelet_step_runs_setup_and_pytest_with_both_versions():
+    from device_conformance.cli import release_run
+
+    assert release_run.versions(V("1.37.1"), V("1.36.4")) == ["--k8s-version", "1.37.1", "--kubelet-version", "1.36.4"]
+    assert release_run.versions(V("1.37.1"), None) == ["--k8s-version", "1.37.1"]

@@ -196,9 +196,15 @@ def _try(row: Row, tmp: Path, rows_root: Path) -> Outcome:
         if stragglers:
             os.killpg(proc.pid, signal.SIGKILL)  # reported; not left running after a failed row
         left = _left_behind(before, _files(tmp)) + stragglers
-        # Rows run side by side: a mount under another row's directory (the full-disk row's tmpfs) is that row's.
+        # Rows run side by side: a mount under another row's directory (the full-disk row's tmpfs) is that row's,
+        # and one under another pytest session's base directory (a `make test` running beside this one) is its.
         new_mounts = sorted(set(_mounts()) - set(mounts))
-        left += [f"mount {m}" for m in new_mounts if not _under(m, rows_root) or _under(m, tmp)]
+        others = rows_root.parent.parent  # /tmp/pytest-of-USER: every session's base directory
+        left += [
+            f"mount {m}"
+            for m in new_mounts
+            if _under(m, tmp) or not (_under(m, rows_root) or (_under(m, others) and not _under(m, rows_root.parent)))
+        ]
     return Outcome(tmp, env, returncode, output, left)
 
 

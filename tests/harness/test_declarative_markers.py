@@ -27,6 +27,10 @@ from device_conformance.expectations.versions import KubeVersion
 @pytest.fixture(scope="session")
 def kube_version():
     return KubeVersion.parse({version!r})
+
+@pytest.fixture(scope="session")
+def control_plane_version(kube_version):
+    return kube_version
 """
     )
     pytester.makepyfile(test_declared=source)

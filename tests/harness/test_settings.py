@@ -17,6 +17,7 @@ OPTIONS = {
     "--kubeconfig": "DEVICE_CONFORMANCE_KUBECONFIG",
     "--k8s-bin-dir": "K8S_BIN_DIR",
     "--k8s-source": "K8S_SOURCE",
+    "--kubelet-version": "KUBELET_VERSION",
     "--upgrade-from": "UPGRADE_FROM",
     "--keep-cluster": "KEEP_CLUSTER",
     "--kind-cluster": "KIND_CLUSTER",

@@ -2,9 +2,12 @@
 
 Releases in between are every patch release of every minor from the older to the newer endpoint that
 the Go module proxy serves (patch numbers are probed upwards: the proxy's own list is incomplete). Each
-step builds (or reuses from the cache) that release and runs TEST with --ignore-known-bugs, so the
-outcome is the kubelet's behaviour, not what the bug data expects. A release that cannot be built here
-(403 on the proxy, no checksum entry) is skipped, as `git bisect skip` would.
+step runs TEST with --ignore-known-bugs, so the outcome is the kubelet's behaviour, not what the bug data
+expects. By default (--swap kubelet) only the kubelet changes from step to step: the control plane stays
+at the newer endpoint (KUBELET_VERSION, within the version-skew policy), so a step builds one binary
+instead of four; a step older than the skew allows, or --swap all, runs that release's own control
+plane. A release that cannot be built here (403 on the proxy, no checksum entry) is skipped, as
+`git bisect skip` would.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 
 from device_conformance.cli import release_run
 from device_conformance.errors import BadInput
-from device_conformance.expectations.versions import KubeVersion
+from device_conformance.expectations.versions import KUBELET_SKEW_MINORS, KubeVersion
 
 PASS, FAIL, UNTESTABLE = "pass", "fail", "untestable"
 MISSES_BEFORE_END_OF_MINOR = 3  # the proxy refuses single patches (e.g. 1.35.7) but serves later ones
@@ -36,7 +39,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--good", required=True, metavar="X.Y.Z", help="a release where TEST passes")
     p.add_argument("--bad", required=True, metavar="X.Y.Z", help="a release where TEST fails")
     p.add_argument("--out", type=Path, default=Path("bisect-results"), help="results folder")
+    p.add_argument(
+        "--swap",
+        choices=(SWAP_KUBELET, SWAP_ALL),
+        default=SWAP_KUBELET,
+        help="kubelet (default): each step swaps only the kubelet under the newer endpoint's control plane; "
+        "all: each step runs that release's whole cluster (for a change in the control plane, e.g. the "
+        "device-taint eviction controller)",
+    )
     p.set_defaults(func=_run)
+
+
+SWAP_KUBELET, SWAP_ALL = "kubelet", "all"
+
+
+def step_versions(step: KubeVersion, newer: KubeVersion, swap: str) -> tuple[KubeVersion, KubeVersion | None]:
+    """(control plane, kubelet or None for the same) of one step: the newer endpoint's control plane with
+    the step's kubelet, unless --swap all or the step is older than the version-skew policy allows."""
+    if swap == SWAP_ALL or step == newer or newer.minor - step.minor > KUBELET_SKEW_MINORS:
+        return step, None
+    return newer, step
 
 
 def releases_between(
@@ -69,7 +91,8 @@ def search(
     if UNTESTABLE in (first, last) or first == last:
         raise BadInput(
             f"the endpoints give {first} on {releases[0]} and {last} on {releases[-1]}",
-            "give a --good release where the test passes and a --bad one where it fails",
+            "give a --good release where the test passes and a --bad one where it fails; a change outside the "
+            "kubelet does not follow a kubelet swap: use --swap all for it",
         )
     candidates = list(releases)
     low, high = 0, len(candidates) - 1
@@ -101,10 +124,10 @@ def proxy_serves(version: KubeVersion) -> bool:
     return done.returncode == 0
 
 
-def run_outcome(test: str, version: KubeVersion, folder: Path) -> str:
-    if release_run.setup(version, folder) != 0:
+def run_outcome(test: str, version: KubeVersion, folder: Path, kubelet: KubeVersion | None = None) -> str:
+    if release_run.setup(version, folder, kubelet) != 0:
         return UNTESTABLE
-    _, junit = release_run.pytest(version, folder, test, "--ignore-known-bugs")
+    _, junit = release_run.pytest(version, folder, test, "--ignore-known-bugs", kubelet=kubelet)
     if not junit.exists():
         return UNTESTABLE
     cases = list(ET.parse(junit).getroot().iter("testcase"))
@@ -124,8 +147,11 @@ def _run(args: argparse.Namespace) -> int:
     steps: list[dict[str, str]] = []
 
     def outcome(version: KubeVersion) -> str:
-        result = run_outcome(args.test, version, args.out / str(version))
-        steps.append({"release": str(version), "outcome": result})
+        control_plane, kubelet = step_versions(version, newer, args.swap)
+        shown = f"kubelet {version} under control plane {control_plane}" if kubelet else f"{version} (whole cluster)"
+        print(f"[bisect] running {shown}", flush=True)
+        result = run_outcome(args.test, control_plane, args.out / str(version), kubelet)
+        steps.append({"release": str(version), "control_plane": str(control_plane), "outcome": result})
         return result
 
     answer = search(releases, outcome, lambda line: print(f"[bisect] {line}", flush=True))

@@ -42,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _version_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k8s-version", help=KNOBS["k8s_version"].help_text())
     parser.add_argument("--k8s-source", metavar="DIR", help=KNOBS["k8s_source"].help_text())
+    parser.add_argument("--kubelet-version", metavar="X.Y.Z", help=KNOBS["kubelet_version"].help_text())
 
 
 def _settings(args: argparse.Namespace, provider: str | None = None) -> Settings:
@@ -49,6 +50,7 @@ def _settings(args: argparse.Namespace, provider: str | None = None) -> Settings
         {
             "k8s_version": args.k8s_version,
             "k8s_source": args.k8s_source,
+            "kubelet_version": args.kubelet_version,
             "provider": provider or getattr(args, "provider", None),
         }
     )
@@ -76,6 +78,10 @@ def _setup(args: argparse.Namespace) -> int:
         version, user_dir=settings.k8s_bin_dir.value, source_tree=settings.k8s_source.value, progress=print
     )
     print(f"Kubernetes {version.tag}: {binaries.directory} ({binaries.source})")
+    kubelet = settings.kubelet_version.value
+    if kubelet != version:
+        skewed = ensure_binaries(kubelet, components=KUBELET_ONLY, progress=print)
+        print(f"kubelet {kubelet.tag} (KUBELET_VERSION, the node's): {skewed.directory} ({skewed.source})")
     _ensure_upgrade_kubelet(settings)
     containerd = ensure_containerd(settings.containerd_version.value, progress=print)
     print(f"containerd {containerd.version}: {containerd.directory} ({containerd.source})")
@@ -88,7 +94,7 @@ def _ensure_upgrade_kubelet(settings: Settings) -> None:
     """The upgrade tests' starting kubelet (one minor below), so a fresh machine has it before the suite.
 
     Only the kubelet: upgrade tests swap the kubelet alone, and it builds several times faster than all four."""
-    previous, version = settings.upgrade_from.value, settings.k8s_version.value
+    previous, version = settings.upgrade_from.value, settings.kubelet_version.value
     if not previous.previous_minor_of(version):
         print(f"upgrade tests: {previous} is not one minor below {version}; set UPGRADE_FROM to build theirs")
         return
@@ -97,15 +103,9 @@ def _ensure_upgrade_kubelet(settings: Settings) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from device_conformance.providers.local.provider import LocalProvider
+    from device_conformance.providers import make_provider
 
-    settings = _settings(args, provider="local")
-    provider = LocalProvider(
-        settings.k8s_version.value,
-        bin_dir=settings.k8s_bin_dir.value,
-        source_tree=settings.k8s_source.value,
-        containerd_version=settings.containerd_version.value,
-    )
+    provider = make_provider(_settings(args, provider="local"), log=print)
     provider.up()
     print(provider.keep())
     return 0

@@ -137,16 +137,35 @@ class Behaviour:
         return matching[-1]
 
 
+# The component a bug lives in decides whose release judges it when the kubelet and the control plane differ
+# (KUBELET_VERSION, or an existing cluster mid-upgrade).
+KUBELET = "kubelet"
+CONTROLLER_MANAGER = "kube-controller-manager"
+COMPONENTS = (KUBELET, CONTROLLER_MANAGER)
+
+
+@dataclass(frozen=True)
+class ClusterVersions:
+    """The releases of a cluster under test: the node's kubelet and the control plane."""
+
+    kubelet: KubeVersion
+    control_plane: KubeVersion
+
+    def of(self, component: str) -> KubeVersion:
+        return self.kubelet if component == KUBELET else self.control_plane
+
+
 @dataclass(frozen=True, init=False)
 class KnownBug:
     """An upstream bug a test shows: present from `first_affected` until the fix reached the release's
-    branch (`fixes`: newest branch first, the mainline fix, then its cherry-picks)."""
+    branch (`fixes`: newest branch first, the mainline fix, then its cherry-picks), in `component`."""
 
     issue: str
     title: str
     first_affected: KubeVersion
     fixes: tuple[Fix, ...]
     shown_by: str  # which check shows it, for the bug table
+    component: str
 
     def __init__(
         self,
@@ -155,12 +174,14 @@ class KnownBug:
         first_affected: KubeVersion | str,
         fixes: Sequence[Fix] = (),
         shown_by: str = "",
+        component: str = KUBELET,
     ) -> None:
         object.__setattr__(self, "issue", issue)
         object.__setattr__(self, "title", title)
         object.__setattr__(self, "first_affected", _release(first_affected))
         object.__setattr__(self, "fixes", tuple(fixes))
         object.__setattr__(self, "shown_by", shown_by)
+        object.__setattr__(self, "component", component)
         problems = self.problems()
         if problems:
             raise ValueError("; ".join(problems))
@@ -171,12 +192,18 @@ class KnownBug:
             problems.append(f"issue {self.issue!r} is not 'repository#number'")
         if not self.title.strip():
             problems.append(f"{self.issue}: no title")
+        if self.component not in COMPONENTS:
+            problems.append(f"{self.issue}: component {self.component!r} is not one of {', '.join(COMPONENTS)}")
         problems += branch_problems(self.issue, self.fixes, self.first_affected)
         problems += [f"{self.issue}: fix {fix} names no PR number" for fix in self.fixes if not _PR_RE.search(fix.pr)]
         return problems
 
     def affects(self, version: KubeVersion) -> bool:
         return version >= self.first_affected and released_in(version, self.fixes) is None
+
+    def judged_on(self, versions: ClusterVersions) -> KubeVersion:
+        """The release of the component this bug lives in."""
+        return versions.of(self.component)
 
     @property
     def mainline_fix(self) -> Fix | None:

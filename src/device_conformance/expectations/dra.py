@@ -7,7 +7,7 @@ v0.Y.Z) module zip of that release from the Go module proxy; CHANGELOG-1.NN.md i
 from __future__ import annotations
 
 from device_conformance import timeouts
-from device_conformance.expectations.behaviour import Fix, KnownBug
+from device_conformance.expectations.behaviour import CONTROLLER_MANAGER, Fix, KnownBug
 from device_conformance.expectations.versions import KubeVersion
 
 # The suites' DRA objects need resource.k8s.io/v1beta1 at least: first served in 1.32 (module source
@@ -82,6 +82,7 @@ NOEXECUTE_TOLERATION_IGNORED = KnownBug(
         "suites/taints/test_device_taints.py::test_toleration_seconds_delay_the_eviction (and, timing "
         "permitting, test_removing_the_taint_first_cancels_the_eviction)"
     ),
+    component=CONTROLLER_MANAGER,  # the device-taint eviction controller
 )
 
 # devicetainteviction handlePods returned (instead of continuing) on a stale status.reservedFor entry (pod gone,
@@ -96,6 +97,7 @@ SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
     first_affected="1.33.0",  # the device-taint eviction controller came with DRADeviceTaints (alpha, 1.33)
     fixes=(Fix("1.36.0", "kubernetes#136989 (probably; handlePods continues past stale entries from 1.36.0)"),),
     shown_by="suites/taints/test_taint_shared_claim_eviction.py::test_consumers_after_a_stale_reservation_are_evicted",
+    component=CONTROLLER_MANAGER,  # the device-taint eviction controller
 )
 
 
@@ -140,4 +142,5 @@ DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED = KnownBug(
     title="a pod using a DRA extended resource is not evicted by a NoExecute device taint",
     first_affected="1.34.0",
     shown_by="suites/dra/test_dra_extended_resources.py::test_extended_resource_pod_is_evicted_by_a_noexecute_rule",
+    component=CONTROLLER_MANAGER,  # the device-taint eviction controller
 )

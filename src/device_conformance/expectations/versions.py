@@ -71,6 +71,10 @@ DEFAULT_K8S_VERSION = KubeVersion(1, 37, 1)
 # v1.36.5 but its checksum database answers 404 for it, so `go` refuses it; v1.36.4 verifies.
 PREVIOUS_MINOR_VERSION = KubeVersion(1, 36, 4)
 
+# How many minors a kubelet may be older than kube-apiserver: three since 1.28 (KEP-3935, "Support
+# kubelet up to 3 minors older than kube-apiserver"; kubernetes.io/releases/version-skew-policy). Never newer.
+KUBELET_SKEW_MINORS = 3
+
 # The version matrix (`make matrix`): for each minor 1.31-1.37 the newest patch that builds here: the Go
 # module proxy serves k8s.io/kubernetes and every staging module k8s.io/<name>@v0.Y.Z its go.mod replaces,
 # and the checksum database has an entry (probed 2026-11-23 via proxy.golang.org/<module>/@v/<v>.zip and

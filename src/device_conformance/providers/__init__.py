@@ -21,6 +21,7 @@ def make_provider(settings: Settings, *, log: Callable[[str], None], artifacts: 
             bin_dir=settings.k8s_bin_dir.value,
             source_tree=settings.k8s_source.value,
             containerd_version=settings.containerd_version.value,
+            kubelet_version=settings.kubelet_version.value,
             log=log,
         )
     if name == "existing":

@@ -27,8 +27,13 @@ class ClusterHandle:
     # How k8s_version was learnt, for the session log ("the binaries under test", "read from the cluster").
     version_source: str = "the binaries under test"
 
+    @property
+    def control_plane(self) -> KubeVersion:
+        """The API server's release (served API versions, controller behaviour)."""
+        return self.control_plane_version or self.k8s_version
+
     def describe_versions(self) -> str:
-        control_plane = self.control_plane_version or self.k8s_version
+        control_plane = self.control_plane
         return f"kubelet {self.k8s_version.tag}, control plane {control_plane.tag} ({self.version_source})"
 
 

@@ -29,7 +29,7 @@ import pytest
 
 from device_conformance import expectations
 from device_conformance.expectations import scenarios as catalogue
-from device_conformance.expectations.behaviour import KnownBug
+from device_conformance.expectations.behaviour import ClusterVersions, KnownBug
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.pytest_plugin.known_bug_blocks import uses_blocks
 from device_conformance.pytest_plugin.options import known_bugs_ignored
@@ -209,15 +209,17 @@ def apply_known_bug(item: pytest.Item, bug: KnownBug, version: KubeVersion) -> b
     return marker is not None
 
 
-def apply(item: pytest.Item, found: Declared, version: KubeVersion) -> None:
-    """The version-dependent effect: skip below a `since`, strict xfail where a known bug applies."""
+def apply(item: pytest.Item, found: Declared, versions: ClusterVersions) -> None:
+    """The version-dependent effect: skip below a `since` (the kubelet's release), strict xfail where a known
+    bug applies (judged on the release of the component it lives in)."""
+    version = versions.kubelet
     for minimum in found.since:
         if not minimum.met_by(version):
             pytest.skip(minimum.skip_reason(version))
     if uses_blocks(item) or known_bugs_ignored(item.config):
         return  # known-bug blocks mark only their own checks; --ignore-known-bugs: the raw outcome
     for bug in found.bugs:
-        apply_known_bug(item, bug, version)
+        apply_known_bug(item, bug, bug.judged_on(versions))
 
 
 @pytest.fixture(autouse=True)
@@ -225,7 +227,7 @@ def _declared_versions(request: pytest.FixtureRequest) -> None:
     """Applies since/known_bug at setup; asks for the version (and so a cluster) only when they are there."""
     found = request.node.stash.get(DECLARED, None)
     if found is not None and found.version_dependent:
-        apply(request.node, found, request.getfixturevalue("kube_version"))
+        apply(request.node, found, request.getfixturevalue("cluster_versions"))
 
 
 # -- reports ------------------------------------------------------------------------------------------

@@ -53,12 +53,21 @@ def _local_lines(settings: Settings) -> list[str]:
     version = settings.k8s_version.value
     containerd = settings.containerd_version.value
     binaries = binary_source(version, user_dir=settings.k8s_bin_dir.value, source_tree=settings.k8s_source.value)
-    return [
-        f"  kubelet and control plane {version.tag} ({settings.k8s_version.source}), "
-        f"containerd {containerd} ({settings.containerd_version.source})",
-        f"  Kubernetes binaries: {binaries}",
-        f"  containerd binaries: {_containerd_source(containerd)}",
-    ]
+    kubelet = settings.kubelet_version.value
+    if kubelet == version:
+        lines = [
+            f"  kubelet and control plane {version.tag} ({settings.k8s_version.source}), "
+            f"containerd {containerd} ({settings.containerd_version.source})",
+            f"  Kubernetes binaries: {binaries}",
+        ]
+    else:
+        lines = [
+            f"  control plane {version.tag} ({settings.k8s_version.source}), kubelet {kubelet.tag} "
+            f"({settings.kubelet_version.source}), containerd {containerd} ({settings.containerd_version.source})",
+            f"  Kubernetes binaries: {binaries}",
+            f"  kubelet binary: {binary_source(kubelet, components=KUBELET_ONLY)}",
+        ]
+    return [*lines, f"  containerd binaries: {_containerd_source(containerd)}"]
 
 
 def _containerd_source(version: str) -> str:

@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from device_conformance.errors import WaitTimeout
-from device_conformance.expectations.behaviour import KnownBug
-from device_conformance.expectations.versions import KubeVersion
+from device_conformance.expectations.behaviour import ClusterVersions, KnownBug
 from device_conformance.pytest_plugin.options import known_bugs_ignored
 
 FIXTURE = "shows_known_bug"
@@ -32,7 +31,7 @@ FIXTURE = "shows_known_bug"
 
 @dataclass
 class BlockResults:
-    version: KubeVersion
+    versions: ClusterVersions
     declared: tuple[KnownBug, ...]
     shown: list[str] = field(default_factory=list)  # reasons: bug + what the check saw
     not_shown: list[KnownBug] = field(default_factory=list)
@@ -48,7 +47,7 @@ def uses_blocks(item: pytest.Item) -> bool:
 
 @pytest.fixture
 def shows_known_bug(
-    request: pytest.FixtureRequest, kube_version: KubeVersion
+    request: pytest.FixtureRequest, cluster_versions: ClusterVersions
 ) -> Callable[[KnownBug], AbstractContextManager[None]]:
     """shows_known_bug(BUG) -> a context manager around the one check where BUG shows (see module doc)."""
     declared = tuple(
@@ -57,7 +56,7 @@ def shows_known_bug(
         if mark.args and isinstance(mark.args[0], KnownBug)
     )
     ignored = known_bugs_ignored(request.config)
-    results = BlockResults(kube_version, () if ignored else declared)
+    results = BlockResults(cluster_versions, () if ignored else declared)
     request.node.stash[BLOCKS] = results
 
     @contextmanager
@@ -67,14 +66,15 @@ def shows_known_bug(
                 f"shows_known_bug({bug.issue}): declare it on the test too, @pytest.mark.known_bug({bug.issue})"
             )
         results.checked.add(bug.issue)
-        if ignored or not bug.affects(kube_version):
+        version = bug.judged_on(cluster_versions)
+        if ignored or not bug.affects(version):
             yield
             return
         try:
             yield
         except (AssertionError, WaitTimeout) as exc:
             first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            results.shown.append(f"{bug.describe(kube_version)}; the check saw: {first_line}")
+            results.shown.append(f"{bug.describe(version)}; the check saw: {first_line}")
         else:
             results.not_shown.append(bug)
 
@@ -87,15 +87,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     results = item.stash.get(BLOCKS, None)
     if call.when != "call" or results is None or not isinstance(report, pytest.TestReport):
         return report
-    unchecked = [
-        bug.issue for bug in results.declared if bug.affects(results.version) and bug.issue not in results.checked
-    ]
+    versions = results.versions
+    affecting = [bug for bug in results.declared if bug.affects(bug.judged_on(versions))]
+    unchecked = [bug.issue for bug in affecting if bug.issue not in results.checked]
     if report.passed:
         if results.not_shown:
             report.outcome = "failed"
             report.longrepr = "[XPASS(strict)] " + "; ".join(
-                f"known bug {bug.issue} did not show on Kubernetes {results.version}, which the data says it affects "
-                f"({bug.describe_fix(results.version)}): if the fix reached this release, record it in expectations/"
+                f"known bug {bug.issue} did not show on Kubernetes {bug.judged_on(versions)} ({bug.component}), which "
+                f"the data says it affects ({bug.describe_fix(bug.judged_on(versions))}): if the fix reached this "
+                "release, record it in expectations/"
                 for bug in results.not_shown
             )
         elif unchecked:

@@ -40,7 +40,12 @@ STARTUP_TIMEOUT = 120
 
 class LocalCluster:
     def __init__(
-        self, layout: RunLayout, state: RunState, binaries: KubernetesBinaries, containerd: ContainerdBinaries
+        self,
+        layout: RunLayout,
+        state: RunState,
+        binaries: KubernetesBinaries,
+        containerd: ContainerdBinaries,
+        node_kubelet: tuple[Path, KubeVersion] | None = None,
     ) -> None:
         self.layout = layout
         self.state = state
@@ -49,12 +54,19 @@ class LocalCluster:
         self.pki = Pki(layout.pki)
         self.ports = ports.Ports(**state.ports)
         self.settings = settings_for(binaries.version)
+        # The node's own kubelet (binary, release) when it is not the control plane's (KUBELET_VERSION).
+        self.node_kubelet = node_kubelet
         self._kubelet_version: KubeVersion | None = None
 
     # ---- bring-up -------------------------------------------------------------------------
     @classmethod
     def create(
-        cls, binaries: KubernetesBinaries, containerd: ContainerdBinaries, images: list[Image], log: Log = print
+        cls,
+        binaries: KubernetesBinaries,
+        containerd: ContainerdBinaries,
+        images: list[Image],
+        log: Log = print,
+        node_kubelet: tuple[Path, KubeVersion] | None = None,
     ) -> LocalCluster:
         run_id = "r" + secrets.token_hex(3)
         layout = RunLayout.for_run(run_id)
@@ -73,7 +85,7 @@ class LocalCluster:
         state.binaries_dir = str(binaries.directory)
         state.containerd_dir = str(containerd.directory)
         state.save(layout)
-        cluster = cls(layout, state, binaries, containerd)
+        cluster = cls(layout, state, binaries, containerd, node_kubelet)
         try:
             cluster._bring_up(images, log)
         except BaseException:
@@ -225,10 +237,17 @@ class LocalCluster:
     @property
     def kubelet_version(self) -> KubeVersion:
         """The version of the kubelet running now (another one while an upgrade test swapped it in)."""
-        return self._kubelet_version or self.binaries.version
+        return self._kubelet_version or self.own_kubelet[1]
+
+    @property
+    def own_kubelet(self) -> tuple[Path, KubeVersion]:
+        """The node's own kubelet (binary, release): the control plane's unless KUBELET_VERSION skews it."""
+        return self.node_kubelet or (self.binaries.path("kubelet"), self.binaries.version)
 
     def start_kubelet(self, binary: Path | None = None, version: KubeVersion | None = None) -> ProcessRecord:
-        """Start the kubelet (by default this cluster's own binary); `version` picks the config rules."""
+        """Start the kubelet (by default the node's own); `version` picks the config rules."""
+        if binary is None:
+            binary, version = self.own_kubelet
         settings = settings_for(version) if version else self.settings
         self.kubelet_config_path.write_text(
             configs.kubelet_config(
@@ -241,7 +260,7 @@ class LocalCluster:
             )
         )
         argv = components.kubelet_argv(
-            binary or self.binaries.path("kubelet"),
+            binary,
             self.kubelet_config_path,
             self.layout.config_dir / "kubelet.kubeconfig",
             self.state.node_name,
@@ -249,7 +268,7 @@ class LocalCluster:
             settings,
         )
         process = self._start("kubelet", argv, in_node=True)
-        self._kubelet_version = version or self.binaries.version
+        self._kubelet_version = version or self.own_kubelet[1]
         self.state.processes["kubelet"]["version"] = str(self._kubelet_version)  # for people reading state.json
         self.state.save(self.layout)
         return process

@@ -13,7 +13,7 @@ from device_conformance.providers.local import host, ports
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.leftovers import clean_leftovers
 from device_conformance.providers.local.node import LocalNode
-from device_conformance.toolchain.binaries import KubernetesBinaries, ensure_binaries
+from device_conformance.toolchain.binaries import KUBELET_ONLY, KubernetesBinaries, ensure_binaries
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.toolchain.containerd import DEFAULT_VERSION as DEFAULT_CONTAINERD
 from device_conformance.toolchain.containerd import ContainerdBinaries, ensure_containerd
@@ -31,14 +31,18 @@ class LocalProvider:
         log: Callable[[str], None] = print,
         containerd_version: str = DEFAULT_CONTAINERD,
         source_tree: Path | None = None,
+        kubelet_version: KubeVersion | None = None,
     ) -> None:
         self.version = version
+        # The node's kubelet release when it is not the control plane's (settings.py, KUBELET_VERSION).
+        self.kubelet_version = kubelet_version or version
         self.bin_dir = bin_dir
         self.source_tree = source_tree
         self.containerd_version = containerd_version
         self.log = log
         self.cluster: LocalCluster | None = None
         self._prepared: tuple[KubernetesBinaries, ContainerdBinaries, list[Image]] | None = None
+        self._skewed_kubelet: KubernetesBinaries | None = None
 
     def prepare(self) -> None:
         """Everything that needs no cluster: host checks, binaries (Kubernetes, containerd), images (idempotent)."""
@@ -48,6 +52,9 @@ class LocalProvider:
             ensure_containerd(self.containerd_version, progress=self.log),
             build_images(cache_root() / "images"),
         )
+        if self.kubelet_version != self.version:
+            # Only the kubelet of the skewed release: several times faster to build than all four.
+            self._skewed_kubelet = ensure_binaries(self.kubelet_version, components=KUBELET_ONLY, progress=self.log)
 
     def preflight(self) -> None:
         """What the user must fix before anything is built or started: a busy pinned port block, then the host."""
@@ -61,7 +68,9 @@ class LocalProvider:
             self.prepare()
         assert self._prepared is not None
         binaries, containerd, images = self._prepared
-        self.cluster = LocalCluster.create(binaries, containerd, images, self.log)
+        kubelet = self._skewed_kubelet
+        node_kubelet = (kubelet.path("kubelet"), kubelet.version) if kubelet is not None else None
+        self.cluster = LocalCluster.create(binaries, containerd, images, self.log, node_kubelet=node_kubelet)
         kube = Kube.from_kubeconfig(self.cluster.layout.kubeconfig)
         try:
             for_node_ready(kube, self.cluster.state.node_name)
@@ -71,7 +80,8 @@ class LocalProvider:
             name=self.cluster.state.run_id,
             provider=self.name,
             kubeconfig=self.cluster.layout.kubeconfig,
-            k8s_version=self.version,
+            k8s_version=self.kubelet_version,
+            control_plane_version=self.version,
             nodes=[LocalNode(self.cluster)],
             collect_logs=self._collect_logs,
             version_source=f"the binaries it runs: {binaries.directory} ({binaries.source})",
