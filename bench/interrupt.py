@@ -478,7 +478,8 @@ def _write(logs: Path, stamp: str, seed: int, results: list[Result], baseline: d
         row = f"| {n} | {r.point}: {r.what} | {r.phase} | {r.signal} | {trig} | {r.exit} | {_cell(r.left)} |"
         if baseline:
             row += f" {_cell(baseline.get(r.point, {}).get('left', ['(not run)']))} |"
-        row += f" {r.next_result} (cleaned {', '.join(r.next_cleaned) or 'none'}) | {_cell(r.left_after_next)} | {r.keeper} |"
+        cleaned = ", ".join(r.next_cleaned) or "none"
+        row += f" {r.next_result} (cleaned {cleaned}) | {_cell(r.left_after_next)} | {r.keeper} |"
         rows.append(row)
     table = f"seed {seed}\n\n" + "\n".join(rows) + "\n"
     (RESULTS / f"interrupt-{stamp}.md").write_text(table)
