@@ -26,7 +26,7 @@ from device_conformance.providers.local.layout import RunLayout, state_root
 from device_conformance.providers.local.leftovers import live_port_bases
 from device_conformance.providers.local.node_namespace import NodeNamespace
 from device_conformance.providers.local.pki import Pki, generate_pki, write_kubeconfig
-from device_conformance.providers.local.processes import ProcessRecord, exit_reason, spawn
+from device_conformance.providers.local.processes import RUN_ENV, ProcessRecord, exit_reason, spawn
 from device_conformance.providers.local.state import RunState
 from device_conformance.providers.local.teardown import teardown
 from device_conformance.toolchain.binaries import KubernetesBinaries
@@ -106,7 +106,7 @@ class LocalCluster:
     ) -> ProcessRecord:
         if in_node:
             argv = self.namespace.wrap(argv)
-        process = spawn(name, argv, self.layout.log(name), env=env)
+        process = spawn(name, argv, self.layout.log(name), env={RUN_ENV: self.state.run_id, **(env or {})})
         self.state.record(process)
         self.state.save(self.layout)
         return process

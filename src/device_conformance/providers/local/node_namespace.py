@@ -21,6 +21,7 @@ from pathlib import Path
 from device_conformance.errors import ConformanceError
 from device_conformance.process import pid_alive, run
 from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS, RunLayout, state_root
+from device_conformance.providers.local.processes import RUN_ENV
 
 CREATED_HOST_DIRS = "created-host-dirs.json"
 
@@ -45,6 +46,9 @@ class NodeNamespace:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            # Its pid reaches the run's state only once the namespace is set up: if the owner dies before,
+            # teardown finds the holder by this (teardown.run_processes).
+            env={**os.environ, RUN_ENV: layout.run_id},
         )
         own = mount_ns_inode(os.getpid())
         deadline = time.monotonic() + 10
