@@ -66,19 +66,21 @@ class LocalCluster:
             layout.root.mkdir(parents=True)
             state.save(layout)  # under the port lock: from here on live_port_bases() of others sees it
 
-        ports.allocate(state_root(), live_port_bases, reserve)
-        state.bridge = f"dc{run_id}"
-        state.subnet = f"10.{88 + (state.ports['etcd_client'] // ports.PORTS_PER_RUN) % 150}.0.0/24"
-        state.cgroup_root = f"/device-conformance-{run_id}"
-        state.binaries_dir = str(binaries.directory)
-        state.containerd_dir = str(containerd.directory)
-        state.save(layout)
-        cluster = cls(layout, state, binaries, containerd)
         try:
+            # From the moment the run directory may exist: a Ctrl-C anywhere after it tears the run down.
+            ports.allocate(state_root(), live_port_bases, reserve)
+            state.bridge = f"dc{run_id}"
+            state.subnet = f"10.{88 + (state.ports['etcd_client'] // ports.PORTS_PER_RUN) % 150}.0.0/24"
+            state.cgroup_root = f"/device-conformance-{run_id}"
+            state.binaries_dir = str(binaries.directory)
+            state.containerd_dir = str(containerd.directory)
+            state.save(layout)
+            cluster = cls(layout, state, binaries, containerd)
             cluster._bring_up(images, log)
         except BaseException:
-            log(f"bring-up of {run_id} failed; tearing down what was started")
-            cluster.down()
+            if layout.root.exists():
+                log(f"bring-up of {run_id} failed; tearing down what was started")
+                teardown(layout, log)
             raise
         return cluster
 
