@@ -71,3 +71,19 @@ def test_a_process_the_state_never_recorded_is_found_by_its_run_id(run_layout):
         for proc in (unrecorded, other_run):
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="unshare --mount needs root")
+def test_an_interrupted_namespace_setup_leaves_no_holder(run_layout, monkeypatch):
+    """Ctrl-C reaches the `nsenter mount` (pytest's process group) before the holder is in the run's state."""
+    from device_conformance.providers.local import node_namespace
+
+    def interrupted_mount(argv, **kwargs):
+        assert local_teardown.run_processes("r0c0ffe"), "the holder is up while the namespace is set up"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(node_namespace, "run", interrupted_mount)
+    monkeypatch.setattr(node_namespace, "_ensure_host_dir", lambda path: None)  # nothing on the host
+    with pytest.raises(KeyboardInterrupt):
+        node_namespace.NodeNamespace.create(run_layout)
+    assert local_teardown.run_processes("r0c0ffe") == [], "the namespace holder outlived the interrupted set-up"
