@@ -154,7 +154,10 @@ def both(*triggers: Trigger) -> Trigger:
 
 
 def holder_spawned(w: Watched) -> bool:
-    """The node's mount-namespace holder (`unshare --mount ... sleep infinity`) is a child of pytest."""
+    """The node's mount-namespace holder (`unshare --mount ... sleep infinity`, unshare execs sleep) is a child
+    of pytest, and the run's state does not name it yet."""
+    if w.state().get("namespace_holder"):
+        return False
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
@@ -162,7 +165,8 @@ def holder_spawned(w: Watched) -> bool:
                 cmdline = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == w.proc.pid and cmdline.startswith(b"unshare\0--mount"):
+            holder = cmdline.startswith(b"unshare\0--mount") or cmdline == b"sleep\0infinity\0"
+            if holder and int(stat.rsplit(")", 1)[1].split()[1]) == w.proc.pid:
                 return True
     return False
 
@@ -380,7 +384,13 @@ def main() -> int:
     parser.add_argument("--no-next-run", action="store_true", help="baseline: interrupt, diff, clean up ourselves")
     parser.add_argument("--baseline", type=Path, help="JSON of a --no-next-run run: its leftovers as a column")
     parser.add_argument("--no-keeper", action="store_true", help="no other run's cluster kept up meanwhile")
+    parser.add_argument("--render", type=Path, help="only print the table of an earlier run's JSON")
     args = parser.parse_args()
+    if args.render:
+        data = json.loads(args.render.read_text())
+        baseline = {r["point"]: r for r in json.loads(args.baseline.read_text())["results"]} if args.baseline else {}
+        print(_table(data["seed"], [Result(**r) for r in data["results"]], baseline))
+        return 0
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     rng = random.Random(seed)
     points = [p for p in POINTS if not args.only or p.name in args.only.split(",")]
@@ -465,10 +475,43 @@ def _clean_ourselves(tags: set[str], result: Result) -> None:
 
 
 def _cell(lines: list[str]) -> str:
-    return "<br>".join(lines) if lines else "nothing"
+    """A leak list in a table cell: counts by kind, the processes by name (details in the JSON and the log)."""
+    if not lines:
+        return "nothing"
+    kinds: dict[str, list[str]] = {}
+    for line in lines:
+        kind, _, rest = line.partition(" ")
+        kinds.setdefault(kind, []).append(rest)
+    parts = []
+    for kind, rests in kinds.items():
+        if kind == "process":
+            names = sorted({_process_name(rest) for rest in rests})
+            parts.append(f"{len(rests)} processes ({', '.join(names)})")
+        elif kind == "run-dir":
+            parts.append("the run directory")
+        else:
+            parts.append(f"{len(rests)} {kind}{'s' if len(rests) > 1 else ''}")
+    return "; ".join(parts)
+
+
+def _process_name(detail: str) -> str:
+    """'pid 12: /x/kube-apiserver --flags' -> 'kube-apiserver'; a fake -> its module's last part."""
+    argv = detail.split(": ", 1)[-1].split()
+    if "-m" in argv[:-1]:
+        return argv[argv.index("-m") + 1].rsplit(".", 1)[-1]
+    return " ".join([Path(argv[0]).name, *argv[1:2]]) if argv and Path(argv[0]).name == "sleep" else Path(argv[0]).name
 
 
 def _write(logs: Path, stamp: str, seed: int, results: list[Result], baseline: dict) -> str:
+    table = _table(seed, results, baseline)
+    (RESULTS / f"interrupt-{stamp}.md").write_text(table)
+    (RESULTS / f"interrupt-{stamp}.json").write_text(
+        json.dumps({"seed": seed, "results": [asdict(r) for r in results]}, indent=1)
+    )
+    return table
+
+
+def _table(seed: int, results: list[Result], baseline: dict) -> str:
     header = "| # | point | phase | signal | trigger (s) + delay | interrupted run | left after it |"
     header += " left before the fix |" if baseline else ""
     header += " next run | left after the next run | other run's cluster intact |"
@@ -481,12 +524,7 @@ def _write(logs: Path, stamp: str, seed: int, results: list[Result], baseline: d
         cleaned = ", ".join(r.next_cleaned) or "none"
         row += f" {r.next_result} (cleaned {cleaned}) | {_cell(r.left_after_next)} | {r.keeper} |"
         rows.append(row)
-    table = f"seed {seed}\n\n" + "\n".join(rows) + "\n"
-    (RESULTS / f"interrupt-{stamp}.md").write_text(table)
-    (RESULTS / f"interrupt-{stamp}.json").write_text(
-        json.dumps({"seed": seed, "results": [asdict(r) for r in results]}, indent=1)
-    )
-    return table
+    return f"seed {seed}\n\n" + "\n".join(rows) + "\n"
 
 
 if __name__ == "__main__":
