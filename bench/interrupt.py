@@ -425,6 +425,7 @@ def main() -> int:
             if args.no_next_run:
                 _clean_ourselves(tags, result)
             else:
+                live_before = _live_runs()
                 nxt = Watched(
                     NEXT_RUN, f"interrupt-{os.getpid()}-{index}-next", logs / f"{index:02d}-{point.name}-next.log"
                 )
@@ -435,11 +436,12 @@ def main() -> int:
                 nxt.finish()
                 tags.add(nxt.tag)
                 cleaned = re.findall(r"found run (r[0-9a-f]{6}) left by", nxt.output)
-                foreign = [c for c in cleaned if c not in all_runs]
-                result.next_cleaned = cleaned
+                # Another session's crashed run may be cleaned (that is the point); a live one never.
+                touched = [c for c in cleaned if c in live_before]
+                result.next_cleaned = [c if c in all_runs else f"{c} (another session's, crashed)" for c in cleaned]
                 result.next_result = ("PASS " if code == 0 else f"FAIL rc {code} ") + summary(nxt.output)
-                if foreign:
-                    result.next_result += f"; CLEANED FOREIGN RUNS {foreign}"
+                if touched:
+                    result.next_result += f"; CLEANED LIVE RUNS {touched}"
                 for run_dir in re.findall(r"cluster (r[0-9a-f]{6}) up in", nxt.output):
                     all_runs.add(run_dir)
                 ours = ours_of(tags, all_runs, all_ports)
@@ -459,8 +461,25 @@ def main() -> int:
     if args.no_next_run:
         return 0
     bad = [r for r in results if r.left_after_next or (r.signal == "SIGINT" and r.left)]
-    bad += [r for r in results if "FAIL" in r.next_result or "FOREIGN" in r.next_result or r.keeper not in ("yes", "-")]
+    bad += [r for r in results if "FAIL" in r.next_result or "CLEANED LIVE" in r.next_result]
+    bad += [r for r in results if r.keeper not in ("yes", "-")]
     return 1 if bad else 0
+
+
+def _live_runs() -> set[str]:
+    """Runs whose owner is alive or that were kept (what clean-up must never touch)."""
+    from device_conformance.providers.local.leftovers import all_runs
+    from device_conformance.providers.local.state import RunState
+
+    live = set()
+    for layout in all_runs():
+        try:
+            state = RunState.load(layout)
+        except (OSError, ValueError, TypeError):
+            continue
+        if state.kept or state.owner_alive():
+            live.add(layout.run_id)
+    return live
 
 
 def _clean_ourselves(tags: set[str], result: Result) -> None:
