@@ -386,6 +386,10 @@ def main() -> int:
     parser.add_argument("--no-keeper", action="store_true", help="no other run's cluster kept up meanwhile")
     parser.add_argument("--render", type=Path, help="only print the table of an earlier run's JSON")
     args = parser.parse_args()
+    # Started in the background (`nohup ... &`, CI), this process ignores SIGINT, and an ignored signal stays
+    # ignored across exec: pytest would never see our Ctrl-C (the first try of this check got rc 0 at every
+    # SIGINT point). With a Python handler here, children start with the default disposition.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     if args.render:
         data = json.loads(args.render.read_text())
         baseline = {r["point"]: r for r in json.loads(args.baseline.read_text())["results"]} if args.baseline else {}
