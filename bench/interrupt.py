@@ -183,6 +183,24 @@ def logstart(test: str) -> Trigger:
     return in_output(rf"::{test}\b")
 
 
+def new_container_log_after(start: Trigger) -> Trigger:
+    """A container log file that was not there when `start` first held (the kubelet removes a deleted pod's
+    log directory, so counting files does not work)."""
+    seen: dict[int, set[Path]] = {}
+
+    def check(w: Watched) -> bool:
+        run_dir = w.run_dir()
+        if run_dir is None or not start(w):
+            return False
+        logs = set(run_dir.glob(CONTAINER_LOG))
+        if id(w) not in seen:
+            seen[id(w)] = logs
+            return False
+        return bool(logs - seen[id(w)])
+
+    return check
+
+
 @dataclass(frozen=True)
 class Point:
     name: str
@@ -226,8 +244,8 @@ POINTS = [
         "dra-pod-running",
         "test",
         signal.SIGINT,
-        lambda w: logstart(DRA_TEST)(w) and len(list((w.run_dir() or Path("/nonexistent")).glob(CONTAINER_LOG))) >= 2,
-        "DRA test's pod container started (second container log of the run)",
+        new_container_log_after(logstart(DRA_TEST)),
+        "DRA test started, then its pod's container log file appeared",
         0.5,
     ),
     Point(
