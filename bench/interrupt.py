@@ -59,6 +59,7 @@ SELECTION = [
 NEXT_RUN = ["suites/smoke/test_cluster.py"]
 EXIT_TIMEOUT = 240.0  # a SIGINTed run that has not exited by then hangs: it is SIGKILLed and reported
 RUN_TIMEOUT = 900.0
+SETTLE = 3.0
 
 
 # ---- one pytest run, watched ---------------------------------------------------------------------
@@ -345,6 +346,7 @@ class Result:
     exit: str = ""
     run_ids: list[str] = field(default_factory=list)
     left: list[str] = field(default_factory=list)
+    gone_by_itself: list[str] = field(default_factory=list)  # SIGKILL: left at once, gone SETTLE s later
     next_result: str = ""
     next_cleaned: list[str] = field(default_factory=list)
     left_after_next: list[str] = field(default_factory=list)
@@ -411,7 +413,7 @@ def main() -> int:
     if args.render:
         data = json.loads(args.render.read_text())
         baseline = {r["point"]: r for r in json.loads(args.baseline.read_text())["results"]} if args.baseline else {}
-        print(_table(data["seed"], [Result(**r) for r in data["results"]], baseline))
+        print(_table(data["seed"], [Result(**{"gone_by_itself": [], **r}) for r in data["results"]], baseline))
         return 0
     seed = args.seed if args.seed is not None else random.randrange(1 << 32)
     rng = random.Random(seed)
@@ -441,6 +443,13 @@ def main() -> int:
                 all_ports |= ports_of(state)
             ours = ours_of(tags, all_runs, all_ports)
             result.left = [str(i) for i in inventory.leaks(before, inventory.snapshot(), ours)]
+            if point.sig == signal.SIGKILL:
+                # Fakes notice their parent is gone by polling (0.2 s) and then stop their servers: give them
+                # SETTLE seconds, and say what went in that time by itself.
+                time.sleep(SETTLE)
+                settled = [str(i) for i in inventory.leaks(before, inventory.snapshot(), ours)]
+                result.gone_by_itself = [line for line in result.left if line not in settled]
+                result.left = settled
             print(f"    exit {result.exit}; left: {len(result.left)}", flush=True)
             for line in result.left[:20]:
                 print(f"      {line}", flush=True)
@@ -559,7 +568,10 @@ def _table(seed: int, results: list[Result], baseline: dict) -> str:
     rows = [header, "|" + "---|" * (header.count("|") - 1)]
     for n, r in enumerate(results, 1):
         trig = f"{r.trigger_at} + {r.delay}" if r.trigger_at is not None else "never"
-        row = f"| {n} | {r.point}: {r.what} | {r.phase} | {r.signal} | {trig} | {r.exit} | {_cell(r.left)} |"
+        left = _cell(r.left) + (
+            f" (gone by itself within {SETTLE:.0f} s: {_cell(r.gone_by_itself)})" if r.gone_by_itself else ""
+        )
+        row = f"| {n} | {r.point}: {r.what} | {r.phase} | {r.signal} | {trig} | {r.exit} | {left} |"
         if baseline:
             row += f" {_cell(baseline.get(r.point, {}).get('left', ['(not run)']))} |"
         cleaned = ", ".join(r.next_cleaned) or "none"
