@@ -17,7 +17,7 @@ KUBELET_VERSION ?=
 K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE)) \
   $(if $(KUBELET_VERSION),--kubelet-version $(KUBELET_VERSION))
 
-.PHONY: venv lock test test-fast e2e bench matrix lint protos setup cleanup chromium
+.PHONY: venv lock test test-fast e2e bench interrupt-check matrix lint protos setup cleanup chromium
 
 venv: $(VENV)/.installed
 
@@ -67,6 +67,12 @@ e2e: setup
 BENCH_ARGS ?=
 bench: setup
 	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(BENCH_ARGS)
+
+# The interruption and crash check (README "Interruption and crash"): SIGINT at 12 points, SIGKILL at 4.
+# INTERRUPT_ARGS: e.g. --seed 7, --only kubelet,kill-dra. Results in bench/results/interrupt-<time>.md.
+INTERRUPT_ARGS ?=
+interrupt-check: setup
+	$(BIN)/python bench/interrupt.py $(INTERRUPT_ARGS)
 
 # The non-slow suites on every version of the matrix (expectations/versions.py MATRIX_VERSIONS), one table.
 # MATRIX_VERSIONS="1.35.8 1.37.1" picks versions; results in matrix-results/.

@@ -126,3 +126,33 @@ def test_an_empty_kubeconfig_stops_the_run_with_the_fix(tmp_path):
     proc, output = _run(tmp_path, "--kubeconfig", "")
     assert proc.returncode == 4, output
     assert "--kubeconfig '' is empty" in output and "drop --kubeconfig" in output
+
+
+def test_a_ctrl_c_in_another_session_fixtures_teardown_still_takes_the_cluster_down(tmp_path):
+    """pytest drops the session's remaining finalizers (the cluster's) when one lets a KeyboardInterrupt
+    through; the cluster must go anyway (bench/interrupt.py, point session-teardown)."""
+    tests = """
+        import pytest
+
+        @pytest.fixture(scope="session")
+        def interrupted_on_teardown(cluster):
+            yield
+            raise KeyboardInterrupt  # Ctrl-C while this fixture is torn down
+
+        def test_uses_both(interrupted_on_teardown):
+            pass
+    """
+    conftest_tail = """
+    import atexit
+    atexit.register(lambda: print("EVENTS", EVENTS))
+    """
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(CONFTEST) + textwrap.dedent(conftest_tail))
+    (tmp_path / "test_prepare.py").write_text(textwrap.dedent(tests))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_env(),
+    )  # fmt: skip
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 2, output  # interrupted
+    assert "EVENTS ['prepare', 'up', 'down']" in output
+    assert "interrupted before its cluster's teardown; tearing it down now" in output

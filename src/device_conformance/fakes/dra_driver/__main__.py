@@ -1,8 +1,10 @@
-"""`python -m device_conformance.fakes.dra_driver --config FILE`: run the fake DRA driver until SIGTERM."""
+"""`python -m device_conformance.fakes.dra_driver --config FILE [--exit-with-parent]`: run the fake DRA driver
+until SIGTERM (or, with --exit-with-parent, until the process that started it is gone)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -12,6 +14,7 @@ from device_conformance.fakes.dra_driver.config import DriverConfig
 from device_conformance.fakes.dra_driver.driver import Driver
 
 STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+PARENT_POLL = 0.2  # seconds between checks that the parent is still there
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
     parser = argparse.ArgumentParser(prog="python -m device_conformance.fakes.dra_driver")
     parser.add_argument("--config", required=True, help="JSON file with a DriverConfig")
+    parser.add_argument(
+        "--exit-with-parent",
+        action="store_true",
+        help="exit when the process that started us goes away (so a crashed test run leaves no driver behind)",
+    )
     args = parser.parse_args(argv)
     try:
         config = DriverConfig.load(args.config)
@@ -32,9 +40,16 @@ def main(argv: list[str] | None = None) -> int:
     control = ControlServer(config.control_socket, driver.ops())
     control.start()
     print(f"fake DRA driver {config.driver_name} ready: {driver.status()}", flush=True)
+    parent = os.getppid()
     try:
-        sig = signal.sigwait(STOP_SIGNALS)
-        print(f"fake DRA driver got {signal.Signals(sig).name}, stopping", flush=True)
+        while True:
+            info = signal.sigtimedwait(STOP_SIGNALS, PARENT_POLL)
+            if info is not None:
+                print(f"fake DRA driver got {signal.Signals(info.si_signo).name}, stopping", flush=True)
+                break
+            if args.exit_with_parent and os.getppid() != parent:
+                print(f"fake DRA driver: parent {parent} went away, stopping", flush=True)
+                break
     finally:
         control.stop()
         driver.shutdown()

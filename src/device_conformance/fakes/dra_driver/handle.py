@@ -90,8 +90,9 @@ class DraDriverHandle(FakeHandle):
 
     @property
     def argv(self) -> list[str]:
-        """How the process is launched: [python, -m, device_conformance.fakes.dra_driver, --config, FILE]."""
-        return [sys.executable, "-m", MODULE, "--config", str(self.config_path)]
+        """How the process is launched: [python, -m, device_conformance.fakes.dra_driver, --config, FILE,
+        --exit-with-parent]: a test run killed with SIGKILL leaves no driver behind (bench/interrupt.py)."""
+        return [sys.executable, "-m", MODULE, "--config", str(self.config_path), "--exit-with-parent"]
 
     def _sockets(self) -> Iterable[str]:
         return [self.config.registration_socket, self.config.service_socket]

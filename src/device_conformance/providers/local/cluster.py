@@ -26,7 +26,7 @@ from device_conformance.providers.local.layout import RunLayout, state_root
 from device_conformance.providers.local.leftovers import live_port_bases
 from device_conformance.providers.local.node_namespace import NodeNamespace
 from device_conformance.providers.local.pki import Pki, generate_pki, write_kubeconfig
-from device_conformance.providers.local.processes import ProcessRecord, exit_reason, spawn
+from device_conformance.providers.local.processes import RUN_ENV, ProcessRecord, exit_reason, spawn
 from device_conformance.providers.local.state import RunState
 from device_conformance.providers.local.teardown import teardown
 from device_conformance.toolchain.binaries import KubernetesBinaries
@@ -78,19 +78,21 @@ class LocalCluster:
             layout.root.mkdir(parents=True)
             state.save(layout)  # under the port lock: from here on live_port_bases() of others sees it
 
-        ports.allocate(state_root(), live_port_bases, reserve)
-        state.bridge = f"dc{run_id}"
-        state.subnet = f"10.{88 + (state.ports['etcd_client'] // ports.PORTS_PER_RUN) % 150}.0.0/24"
-        state.cgroup_root = f"/device-conformance-{run_id}"
-        state.binaries_dir = str(binaries.directory)
-        state.containerd_dir = str(containerd.directory)
-        state.save(layout)
-        cluster = cls(layout, state, binaries, containerd, node_kubelet)
         try:
+            # From the moment the run directory may exist: a Ctrl-C anywhere after it tears the run down.
+            ports.allocate(state_root(), live_port_bases, reserve)
+            state.bridge = f"dc{run_id}"
+            state.subnet = f"10.{88 + (state.ports['etcd_client'] // ports.PORTS_PER_RUN) % 150}.0.0/24"
+            state.cgroup_root = f"/device-conformance-{run_id}"
+            state.binaries_dir = str(binaries.directory)
+            state.containerd_dir = str(containerd.directory)
+            state.save(layout)
+            cluster = cls(layout, state, binaries, containerd, node_kubelet)
             cluster._bring_up(images, log)
         except BaseException:
-            log(f"bring-up of {run_id} failed; tearing down what was started")
-            cluster.down()
+            if layout.root.exists():
+                log(f"bring-up of {run_id} failed; tearing down what was started")
+                teardown(layout, log)
             raise
         return cluster
 
@@ -118,7 +120,7 @@ class LocalCluster:
     ) -> ProcessRecord:
         if in_node:
             argv = self.namespace.wrap(argv)
-        process = spawn(name, argv, self.layout.log(name), env=env)
+        process = spawn(name, argv, self.layout.log(name), env={RUN_ENV: self.state.run_id, **(env or {})})
         self.state.record(process)
         self.state.save(self.layout)
         return process

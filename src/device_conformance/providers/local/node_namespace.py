@@ -21,6 +21,7 @@ from pathlib import Path
 from device_conformance.errors import ConformanceError
 from device_conformance.process import pid_alive, run
 from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS, RunLayout, state_root
+from device_conformance.providers.local.processes import RUN_ENV
 
 CREATED_HOST_DIRS = "created-host-dirs.json"
 
@@ -45,22 +46,32 @@ class NodeNamespace:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            # Its pid reaches the run's state only once the namespace is set up: if the owner dies before,
+            # teardown finds the holder by this (teardown.run_processes).
+            env={**os.environ, RUN_ENV: layout.run_id},
         )
-        own = mount_ns_inode(os.getpid())
-        deadline = time.monotonic() + 10
-        while (inode := mount_ns_inode(holder.pid)) in (None, own):
-            if time.monotonic() > deadline or holder.poll() is not None:
-                raise ConformanceError("unshare --mount did not create a mount namespace (are we root?)")
-            time.sleep(0.01)
-        namespace = cls(holder.pid, inode)
-        # Under the host-wide lock: clusters brought up at once (xdist workers) create the same mount
-        # points, and the last run's teardown removes them; neither may run between a check and a mount.
-        with host_dirs_lock():
-            for node_path in NODE_PRIVATE_PATHS:
-                source = layout.private(node_path)
-                source.mkdir(parents=True, exist_ok=True)
-                _ensure_host_dir(Path(node_path))
-                run(namespace.wrap(["mount", "--bind", str(source), node_path]))
+        try:
+            own = mount_ns_inode(os.getpid())
+            deadline = time.monotonic() + 10
+            while (inode := mount_ns_inode(holder.pid)) in (None, own):
+                if time.monotonic() > deadline or holder.poll() is not None:
+                    raise ConformanceError("unshare --mount did not create a mount namespace (are we root?)")
+                time.sleep(0.01)
+            namespace = cls(holder.pid, inode)
+            # Under the host-wide lock: clusters brought up at once (xdist workers) create the same mount
+            # points, and the last run's teardown removes them; neither may run between a check and a mount.
+            with host_dirs_lock():
+                for node_path in NODE_PRIVATE_PATHS:
+                    source = layout.private(node_path)
+                    source.mkdir(parents=True, exist_ok=True)
+                    _ensure_host_dir(Path(node_path))
+                    run(namespace.wrap(["mount", "--bind", str(source), node_path]))
+        except BaseException:
+            # Not in the run's state yet, so teardown would not know it: a Ctrl-C reaching the `nsenter mount`
+            # (same process group) left the holder and its namespace behind (bench/interrupt.py, run-dir).
+            holder.kill()
+            holder.wait()
+            raise
         return namespace
 
     def wrap(self, argv: list[str]) -> list[str]:

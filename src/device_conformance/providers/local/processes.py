@@ -14,6 +14,10 @@ from pathlib import Path
 
 from device_conformance.process import pid_alive, terminate
 
+# Every process a run starts carries its run id in this environment variable (children inherit it), so
+# teardown finds what the run's state does not record: a process started moments before a crash.
+RUN_ENV = "DEVICE_CONFORMANCE_RUN"
+
 
 def start_time(pid: int) -> int | None:
     """The process start time in clock ticks since boot (field 22 of /proc/<pid>/stat)."""

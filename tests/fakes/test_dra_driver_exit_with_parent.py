@@ -1,0 +1,52 @@
+"""A fake DRA driver does not outlive a test run killed with SIGKILL (bench/interrupt.py found it did)."""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+from device_conformance.process import pid_alive
+
+# A stand-in for pytest: starts a driver the way the fixtures do, prints its pid, then waits to be killed.
+PARENT = textwrap.dedent(
+    """
+    import sys
+    from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
+    from device_conformance.fakes.dra_driver.handle import start
+    sockets, workdir = sys.argv[1], sys.argv[2]
+    config = DriverConfig(
+        driver_name="dra.example.com", node_name="node-1", registry_dir=sockets + "/registry",
+        plugin_dir=sockets + "/plugins", kubelet_endpoint_path="/var/lib/kubelet/plugins/dra.example.com/dra.sock",
+        devices=[DeviceSpec("dev-0")], control_socket=sockets + "/driver.ctl",
+    )
+    handle = start(config, workdir)
+    print(handle.process.pid, flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def test_driver_exits_when_the_process_that_started_it_is_killed(tmp_path):
+    sockets = tempfile.mkdtemp(prefix="dra-", dir="/tmp")  # tmp_path can exceed sun_path's 107 bytes
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT, sockets, str(tmp_path / "driver")], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    try:
+        driver_pid = int(parent.stdout.readline())
+        assert pid_alive(driver_pid)
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while pid_alive(driver_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alive = pid_alive(driver_pid)
+        if alive:
+            os.kill(driver_pid, signal.SIGKILL)
+        assert not alive, "the fake DRA driver outlived the killed test run"
+        assert sorted(os.listdir(f"{sockets}/registry")) == [], "its registration socket stayed behind"
+    finally:
+        parent.kill()
+        subprocess.run(["rm", "-rf", sockets], check=False)
