@@ -155,9 +155,7 @@ def test_killed_plugin_restarted_keeps_assignments_and_serves_new_pods(
 
 @pytest.mark.disruptive
 @pytest.mark.scenario("DP11", "DM3")
-def test_reboot_never_runs_the_pod_without_its_device(
-    kube, node, pod_factory, kubelet_counts, subject_plugin, record_property
-):
+def test_reboot_never_runs_the_pod_without_its_device(kube, node, pod_factory, kubelet_counts, subject_plugin, request):
     """A reboot (every sandbox gone, kubelet restarted) with the plugin running: the pod is re-admitted and runs
     with one offered device again, or fails admission (UnexpectedAdmissionError) when the plugin has not
     registered yet; never does it run without a device. Which one happened is recorded (`reboot_outcome`)."""
@@ -184,10 +182,10 @@ def test_reboot_never_runs_the_pod_without_its_device(
 
     outcome = until(settled, what=f"{pod} to run again or fail admission after the reboot", timeout=timeouts.CLAIM)
     if outcome.status.phase == "Failed":
-        record_property("reboot_outcome", f"failed admission: {outcome.status.message}")
+        request.node.user_properties.append(("reboot_outcome", f"failed admission: {outcome.status.message}"))
         assert outcome.status.reason == ADMISSION_ERROR, pods.summary(outcome)
     else:
-        record_property("reboot_outcome", "ran again with its device")
+        request.node.user_properties.append(("reboot_outcome", "ran again with its device"))
         _one_device(pod, resource, offered)
     wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert offered_devices(kube, node, resource) == n

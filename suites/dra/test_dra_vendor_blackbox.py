@@ -99,7 +99,7 @@ def running_claim_pod(dra_objects, driver, prefix="blackbox"):
 
 @pytest.mark.scenario("DRA-E1", "DRA-E12")
 def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
-    node, kubelet_counts, dra_objects, subject_driver, record_property
+    node, kubelet_counts, dra_objects, subject_driver, request
 ):
     """A pod with a claim runs after exactly one NodePrepareResources; podresources lists the claim with exactly
     the allocated device; the environment of every CDI device it lists reaches the container; deleting the pod
@@ -117,7 +117,7 @@ def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
         f"podresources lists {listed[claim]} for claim {claim}, allocated {allocated}"
     )
     cdi_ids = [cdi_id for entry in listed[claim] for cdi_id in entry[3]]
-    record_property("cdi_devices", cdi_ids)
+    request.node.user_properties.append(("cdi_devices", cdi_ids))
     seen = _seen_env(pod)
     for cdi_id in cdi_ids:
         missing = [line for line in _cdi_env(node, cdi_id) if line not in seen]

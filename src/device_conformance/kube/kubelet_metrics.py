@@ -63,8 +63,9 @@ def _matches(have: Mapping[str, str], want: Mapping[str, str]) -> bool:
 
 def read(kube: Kube, node: str) -> list[Sample]:
     """The kubelet's /metrics now (API server -> kubelet, as `kubectl get --raw /api/v1/nodes/N/proxy/metrics`)."""
-    text = kube.core.connect_get_node_proxy_with_path(node, "metrics", _request_timeout=15)
-    return parse(text)
+    # Unpreloaded: the generated client would hand back str(bytes) of a text/plain answer.
+    answer = kube.core.connect_get_node_proxy_with_path(node, "metrics", _preload_content=False, _request_timeout=15)
+    return parse(answer.data.decode())
 
 
 class KubeletCounts:

@@ -156,7 +156,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return  # a failed call stays failed whatever teardown did
     if current is not None and report.when == "teardown" and verdict == PASS:
         return
-    results[report.nodeid] = ClauseResult(clause, verdict, message, evidence, report.duration)
+    # What the test recorded about the subject (request.node.user_properties) is evidence too.
+    noted = [f"{key}: {value}" for key, value in report.user_properties if not str(key).startswith("vendor.")]
+    results[report.nodeid] = ClauseResult(clause, verdict, message, [*noted, *evidence], report.duration)
 
 
 def _verdict(report: pytest.TestReport) -> tuple[str | None, str, list[str]]:
