@@ -137,7 +137,8 @@ def test_kubelet_metrics_counts(monkeypatch):
     assert kubelet_metrics.total(samples, kubelet_metrics.DP_ALLOCATE, resource_name="none.com/x") == 0
     monkeypatch.setattr(kubelet_metrics, "read", lambda kube, node: samples)
     counts = kubelet_metrics.KubeletCounts(None, "n")  # type: ignore[arg-type]
-    assert counts.dra_counts("d.example.com") == (5, 2)
+    assert counts.dra_counts("d.example.com") == (4, 2)
+    assert counts.dra_counts("d.example.com", ok=None) == (5, 2)
     assert counts.dra_calls("d.example.com", kubelet_metrics.DRA_PREPARE, ok=True) == 4
     assert counts.dra_calls("d.example.com", kubelet_metrics.DRA_PREPARE, ok=False) == 1
 

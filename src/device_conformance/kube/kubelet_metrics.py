@@ -88,10 +88,11 @@ class KubeletCounts:
             picked = [s for s in picked if (s.labels.get("grpc_status_code") == "OK") == ok]
         return int(sum(s.value for s in picked))
 
-    def dra_counts(self, driver: str) -> tuple[int, int]:
-        """(NodePrepareResources, NodeUnprepareResources) calls to `driver` since the kubelet started."""
-        samples = read(self.kube, self.node)
-        return (
-            total(samples, DRA_GRPC, driver_name=driver, method_name=DRA_PREPARE),
-            total(samples, DRA_GRPC, driver_name=driver, method_name=DRA_UNPREPARE),
-        )
+    def dra_counts(self, driver: str, *, ok: bool | None = True) -> tuple[int, int]:
+        """(NodePrepareResources, NodeUnprepareResources) calls to `driver` since the kubelet started: by default
+        those the driver answered OK (a call the kubelet made while the driver's socket was gone ends Unavailable
+        and is retried); ok=None counts every call."""
+        samples = [s for s in read(self.kube, self.node) if s.labels.get("driver_name") == driver]
+        if ok is not None:
+            samples = [s for s in samples if (s.labels.get("grpc_status_code") == "OK") == ok]
+        return total(samples, DRA_GRPC, method_name=DRA_PREPARE), total(samples, DRA_GRPC, method_name=DRA_UNPREPARE)
