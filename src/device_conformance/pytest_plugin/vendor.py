@@ -157,7 +157,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if current is not None and report.when == "teardown" and verdict == PASS:
         return
     # What the test recorded about the subject (request.node.user_properties) is evidence too.
+    # (Of a test that did not run, only why: its scenario and version markers are no evidence.)
     noted = [f"{key}: {value}" for key, value in report.user_properties if not str(key).startswith("vendor.")]
+    noted = [] if verdict == NOT_APPLICABLE else noted
     results[report.nodeid] = ClauseResult(clause, verdict, message, [*noted, *evidence], report.duration)
 
 
