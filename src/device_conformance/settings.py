@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
+from device_conformance import vendor_spec
 from device_conformance.errors import BadInput
 from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import (
@@ -118,6 +119,28 @@ KNOBS: dict[str, Knob] = {
             "--provider kind: a config from kind-configs/ (default single-node)",
         ),
         Knob(
+            "vendor_device_plugin",
+            "--vendor-device-plugin",
+            "VENDOR_DEVICE_PLUGIN",
+            "run the black-box tests against a vendor's device plugin registering this extended resource (with "
+            "--vendor-command); tests that need our fake's fault injection are NOT APPLICABLE",
+        ),
+        Knob(
+            "vendor_dra_driver",
+            "--vendor-dra-driver",
+            "VENDOR_DRA_DRIVER",
+            "run the black-box tests against a vendor's DRA kubelet plugin with this driver name (with "
+            "--vendor-command); tests that need our fake's fault injection are NOT APPLICABLE",
+        ),
+        Knob(
+            "vendor_command",
+            "--vendor-command",
+            "VENDOR_COMMAND",
+            "how the suites start the vendor's subject on the node: a shell command with placeholders "
+            + ", ".join("{" + p + "}" for p in vendor_spec.PLACEHOLDERS)
+            + "; or upstream:sample-device-plugin / upstream:dra-test-driver (built from the version under test)",
+        ),
+        Knob(
             "containerd_version",
             None,
             "CONTAINERD_VERSION",
@@ -182,6 +205,8 @@ class Settings:
     kind_image: Setting[str]
     kind_profile: Setting[str | None]
     containerd_version: Setting[str]
+    # The vendor's subject the black-box tests run against (issue 12, part 2); None: our fakes.
+    vendor: Setting[vendor_spec.VendorSpec | None] = Setting(None, Source("default"))
 
 
 def resolve(
@@ -267,6 +292,7 @@ class _Resolver:
             else Setting(default_node_image(version.value), Source("default", note=f"for {version.value}")),
             kind_profile=self.text("kind_profile"),
             containerd_version=self.parsed("containerd_version", containerd.release, containerd.DEFAULT_VERSION),
+            vendor=self.vendor(provider),
         )
 
     def k8s_source(self, bin_dir: Setting[Path | None]) -> Setting[Path | None]:
@@ -356,6 +382,23 @@ class _Resolver:
                 f"set UPGRADE_FROM to a {wanted.major}.{wanted.minor - 1}.x release{example}, {upgrade.source.undo()}",
             )
         return upgrade
+
+    def vendor(self, provider: Setting[str]) -> Setting[vendor_spec.VendorSpec | None]:
+        """The vendor's subject. Options and variables mix (VENDOR_COMMAND with --vendor-device-plugin);
+        messages name the options."""
+        raw = {name: self.raw(name) for name in ("vendor_device_plugin", "vendor_dra_driver", "vendor_command")}
+        spec = vendor_spec.parse(*(text for text, _ in raw.values()))
+        if spec is None:
+            return Setting(None, DEFAULT)
+        if provider.value != "local":
+            raise BadInput(
+                f"{spec.option} runs the subject as a process on the host with the node's paths, which only the "
+                f"local provider has; the provider is {provider}",
+                "use --provider local (kind and existing clusters, with the subject as a DaemonSet, are not built "
+                "yet: issue 12)",
+            )
+        sources = [source for text, source in raw.values() if text is not None]
+        return Setting(spec, next((s for s in sources if s.kind == "option"), sources[0]))
 
     def flag(self, name: str) -> Setting[bool]:
         given = self.options.get(name)

@@ -307,3 +307,14 @@ def test_container_annotations_take_the_id_as_the_pod_status_gives_it(transport)
         ("container_annotations", "c0ffee"),
         ("container_annotations", "c0ffee"),
     ]
+
+
+def test_a_node_without_command_prefix_names_the_fix_and_one_with_it_gives_its_words(transport):
+    """NodeControl.command_prefix (the {on_node} placeholder of --vendor-command): the provider's words, or a
+    refusal naming the fix where the provider cannot host a supervised process."""
+    node = NodeControl(transport)
+    with pytest.raises(BadInput, match="cannot run a host-supervised process") as raised:
+        node.command_prefix()
+    assert "use the local provider" in raised.value.fix
+    transport.command_prefix = lambda: ["nsenter", "--target=7", "--mount", "--"]
+    assert node.command_prefix() == ["nsenter", "--target=7", "--mount", "--"]

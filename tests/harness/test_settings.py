@@ -23,6 +23,9 @@ OPTIONS = {
     "--kind-cluster": "KIND_CLUSTER",
     "--kind-image": "KIND_NODE_IMAGE",
     "--kind-profile": "KIND_PROFILE",
+    "--vendor-device-plugin": "VENDOR_DEVICE_PLUGIN",
+    "--vendor-dra-driver": "VENDOR_DRA_DRIVER",
+    "--vendor-command": "VENDOR_COMMAND",
 }
 
 

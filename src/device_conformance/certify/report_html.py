@@ -39,7 +39,7 @@ def render(cert: Certification) -> str:
         ("Version", s.version or "not given (--subject-version)"),
         ("Command", s.command or "started outside the tool"),
         ("Kubernetes APIs used", ", ".join(cert.api_versions)),
-        ("Mode", "sanity: the tool plays the kubelet over gRPC, no cluster"),
+        ("Mode", cert.mode),
         ("Run", when(cert.started)),
         ("Counts", ", ".join(f"{n} {v}" for v, n in counts.items())),
     ]

@@ -30,7 +30,7 @@ def render(cert: Certification) -> str:
         f"- Subject: {s.name}, version {s.version or 'not given (--subject-version)'}",
         f"- Command: `{s.command}`" if s.command else "- Command: started outside the tool",
         f"- Kubernetes APIs used: {', '.join(cert.api_versions)}",
-        f"- Run: {when(cert.started)}, mode: sanity (the tool plays the kubelet, no cluster)",
+        f"- Run: {when(cert.started)}, mode: {cert.mode}",
         f"- Result: **{'PASSED' if cert.passed else 'FAILED'}**: "
         + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()),
         "",

@@ -16,6 +16,7 @@ from typing import Any
 from device_conformance.certify.clauses import Clause
 
 PASS, FAIL, NOT_APPLICABLE = "PASS", "FAIL", "NOT APPLICABLE"
+SANITY_MODE = "sanity (the tool plays the kubelet over gRPC, no cluster)"
 VERDICTS = (PASS, FAIL, NOT_APPLICABLE)
 
 
@@ -66,6 +67,8 @@ class Certification:
     started: float = field(default_factory=time.time)
     finished: float = 0.0
     notes: list[str] = field(default_factory=list)
+    # How the subject was judged: the sanity run (the tool plays the kubelet) or the e2e suites on a cluster.
+    mode: str = SANITY_MODE
 
     def counts(self) -> dict[str, int]:
         return {v: sum(r.verdict == v for r in self.results) for v in VERDICTS}
@@ -89,6 +92,7 @@ class Certification:
             "passed": self.passed,
             "counts": self.counts(),
             "notes": list(self.notes),
+            "mode": self.mode,
             "clauses": [r.to_dict() for r in self.results],
         }
 

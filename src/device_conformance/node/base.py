@@ -27,6 +27,21 @@ class NodeControl:
         self.name = transport.name
         self.kubelet = KubeletControl(transport.name, transport.kubelet_service)
 
+    # -- long-running processes on the node --------------------------------------------------
+    def command_prefix(self) -> list[str]:
+        """argv words that run the rest of a command line on the node (its mount namespace: the kubelet's
+        fixed paths such as /var/lib/kubelet/device-plugins are the node's), for a process the harness starts
+        and supervises itself, e.g. a vendor's device plugin (the {on_node} placeholder of --vendor-command).
+        The provider's transport says how (local: nsenter into the node's mount namespace); one that cannot
+        host such a process has no `command_prefix`."""
+        prefix = getattr(self.transport, "command_prefix", None)
+        if prefix is None:
+            raise BadInput(
+                f"node {self.name} cannot run a host-supervised process (its provider has no command_prefix)",
+                "use the local provider, or deploy the subject on the node yourself",
+            )
+        return list(prefix())
+
     # -- files -------------------------------------------------------------------------------
     def host_path(self, node_path: str | Path) -> Path:
         """Where a path of the node (e.g. /var/lib/kubelet/device-plugins) is on the test host."""

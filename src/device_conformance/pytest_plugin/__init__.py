@@ -19,6 +19,8 @@ FIXTURE_MODULES = (
     "device_conformance.fixtures.pods",
     "device_conformance.fixtures.device_plugins",
     "device_conformance.fixtures.dra_drivers",
+    "device_conformance.fixtures.vendor",
+    "device_conformance.pytest_plugin.vendor",
     "device_conformance.pytest_plugin.report",
     "device_conformance.pytest_plugin.declarative_markers",
     "device_conformance.pytest_plugin.known_bug_blocks",

@@ -12,6 +12,9 @@ MARKERS = {
     "checkpoint": "reads, forges or corrupts the kubelet's checkpoint files",
     "slow": "waits of minutes (e.g. the 5-minute endpoint stop grace period)",
     "disruptive": "restarts or stops the kubelet, or touches its files; needs the node alone",
+    "vendor_blackbox": "vendor_blackbox('device-plugin' and/or 'dra-driver'): a black-box test that runs against a "
+    "vendor's subject of that kind in vendor mode (--vendor-device-plugin / --vendor-dra-driver), against our fake "
+    "otherwise; in vendor mode every other test is NOT APPLICABLE",
     # Harness tests (tests/), deselect with -m "not docker and not kind":
     "docker": "harness test that needs a Docker engine (a private dockerd is started when none runs)",
     "kind": "harness test that needs the kind CLI (and Go for kind's config loader)",

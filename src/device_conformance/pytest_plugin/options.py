@@ -9,6 +9,9 @@ import pytest
 from device_conformance.settings import KNOBS
 
 IGNORE_KNOWN_BUGS = "--ignore-known-bugs"
+# Vendor mode (pytest_plugin/vendor.py): where its certification report goes, and the subject's version.
+REPORT_OPTION = "--vendor-report"
+VERSION_OPTION = "--vendor-version"
 
 
 def known_bugs_ignored(config: pytest.Config) -> bool:
@@ -32,6 +35,14 @@ def add_options(parser: pytest.Parser) -> None:
         "shows fails instead of xfailing (what `device-conformance bisect` runs, so the outcome is the "
         "kubelet's own behaviour, not what the bug data expects)",
     )
+    group.addoption(
+        REPORT_OPTION,
+        metavar="DIR",
+        default="vendor-report",
+        help="with --vendor-device-plugin / --vendor-dra-driver: the certification report folder (junit.xml, "
+        "report.md, report.html, result.json; default vendor-report)",
+    )
+    group.addoption(VERSION_OPTION, default="", help="vendor mode: the subject's version, for the report")
     group.addoption(
         "--declared-json",
         metavar="PATH",

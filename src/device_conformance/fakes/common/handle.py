@@ -28,6 +28,8 @@ def code_name(code: str | grpc.StatusCode) -> str:
 
 
 class FakeHandle:
+    # What the handle can do (vendor_handles.py names them; a vendor's subject has only "process").
+    CAPABILITIES: ClassVar[frozenset[str]] = frozenset({"process", "faults", "call-log", "control"})
     # Set by each fake: the call that carries the kubelet's registration verdict, and how to read it.
     REGISTRATION_METHOD: ClassVar[str]
     REGISTRATION_KIND: ClassVar[str] = RPC

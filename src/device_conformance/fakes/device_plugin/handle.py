@@ -93,6 +93,11 @@ class DevicePluginHandle(FakeHandle):
     def _sockets(self) -> Iterable[str]:
         return [self.config.socket_path(name) for name in self._socket_names]
 
+    @property
+    def resource_name(self) -> str:
+        """The resource it registers (as a vendor handle names it, vendor_handles.py)."""
+        return self.config.resource_name
+
     # -- device list (each change makes open ListAndWatch streams send the full list) ---------------
 
     def set_health(self, device_id: str, healthy: bool) -> None:

@@ -97,6 +97,11 @@ class DraDriverHandle(FakeHandle):
     def _sockets(self) -> Iterable[str]:
         return [self.config.registration_socket, self.config.service_socket]
 
+    @property
+    def driver_name(self) -> str:
+        """Its driver name (as a vendor handle names it, vendor_handles.py)."""
+        return self.config.driver_name
+
     @staticmethod
     def _registration(call: Call) -> Registration:
         return registration_of(call)

@@ -47,6 +47,11 @@ class LocalTransport:
     def cri(self) -> CRIClient:
         return CRIClient(str(self.cluster.layout.containerd_socket))
 
+    def command_prefix(self) -> list[str]:
+        """What runs a long-lived process in the node's mount namespace (NodeControl.command_prefix): nsenter
+        execs, so the process's pid is the command's own and a SIGKILL to it reaches the subject."""
+        return self.cluster.namespace.wrap([])
+
 
 class LocalKubelet:
     """KubeletService: the kubelet as LocalCluster's child process, its log a file of the run directory."""

@@ -1,0 +1,191 @@
+"""Black-box: the kubelet with a device plugin it cannot see into, our fake or a vendor's (issue 12, part 2).
+
+These tests run against our fake by default and against the vendor's plugin with `--vendor-device-plugin
+RESOURCE --vendor-command ...` (fixtures/vendor.py `subject_plugin`). They use only what any plugin offers:
+start, stop, SIGKILL, and what the kubelet shows. Every count is exact: the devices are what the node offers
+after registration (capacity = allocatable = N, N > 0) and podresources GetAllocatableResources lists (N IDs);
+the kubelet's calls are its own metrics (`kubelet_device_plugin_alloc_duration_seconds_count`: one Allocate per
+container that requests the resource; `kubelet_device_plugin_registration_total`: one Register per start), which
+restart at zero with each kubelet process.
+"""
+
+import pytest
+from device_conformance.fixtures.vendor import allocatable_ids, offered_devices, wait_registrations
+
+from device_conformance import timeouts
+from device_conformance.kube import pods
+from device_conformance.wait import kube as wait
+from device_conformance.wait.core import Pending, until
+
+pytestmark = [pytest.mark.deviceplugin, pytest.mark.vendor_blackbox("device-plugin")]
+
+ADMISSION_ERROR = "UnexpectedAdmissionError"
+
+
+def _one_device(pod, resource, offered):
+    """The one device podresources lists for container main, checked to be one the node offers."""
+    listed = pod.devices(resource)
+    assert len(listed) == 1 and listed[0] in offered, (
+        f"podresources lists {listed} of {resource} for {pod} main; expected one of the offered {offered}"
+    )
+    return listed[0]
+
+
+def _allocate_calls(counts, resource, expected):
+    seen = counts.allocations(resource)
+    assert seen == expected, f"the kubelet counted {seen} Allocate call(s) of {resource}, expected {expected}"
+
+
+def _running_unrestarted(pod, uid, when):
+    current = pod.read()
+    main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
+    assert current.metadata.uid == uid and current.status.phase == "Running" and main and not main.restart_count, (
+        f"{when}: {pod} is no longer the Running, never restarted pod it was: {pods.summary(current)}"
+    )
+
+
+@pytest.mark.scenario("DM-U2")
+def test_registered_devices_are_offered_and_podresources_lists_the_same(kube, node, kubelet_counts, subject_plugin):
+    """After one Register the node offers N > 0 devices (capacity = allocatable: all healthy) and podresources
+    GetAllocatableResources lists exactly N distinct device IDs of the resource."""
+    resource = subject_plugin.resource_name
+    n = offered_devices(kube, node, resource)
+    registrations = kubelet_counts.registrations(resource) - subject_plugin.registered_before
+    assert registrations == 1, f"the kubelet counted {registrations} Register call(s) of {resource} on start, not 1"
+    ids = allocatable_ids(node, resource)
+    assert len(ids) == n and len(set(ids)) == n, (
+        f"podresources GetAllocatableResources lists {ids} for {resource}; node status offers {n}"
+    )
+
+
+@pytest.mark.scenario("DP1", "DP4")
+def test_pods_get_distinct_offered_devices_until_none_is_left(kube, node, pod_factory, kubelet_counts, subject_plugin):
+    """N pods asking for one device each run, each with one offered device, no device twice, one Allocate per
+    container; the next pod, bound to the node, fails admission: Requested 1, Available 0."""
+    resource = subject_plugin.resource_name
+    n = offered_devices(kube, node, resource)
+    offered = allocatable_ids(node, resource)
+    before = kubelet_counts.allocations(resource)
+    held = []
+    for index in range(n):
+        pod = pod_factory(f"dev{index}", ["sleep", "86400"], resources={resource: 1})
+        pod.wait_running()
+        held.append(_one_device(pod, resource, offered))
+    assert sorted(held) == offered, f"the {n} pods hold {sorted(held)}; each offered device once is {offered}"
+    _allocate_calls(kubelet_counts, resource, before + n)
+
+    extra = pod_factory("extra", ["sleep", "86400"], resources={resource: 1}, node_name=node.name)
+    failed = extra.wait_admission_failure()
+    assert failed.status.reason == ADMISSION_ERROR, pods.summary(failed)
+    assert "Requested: 1, Available: 0" in failed.status.message, failed.status.message
+    _allocate_calls(kubelet_counts, resource, before + n)
+
+
+@pytest.mark.scenario("DM-U4")
+def test_over_request_fails_admission_without_an_allocate(kube, node, pod_factory, kubelet_counts, subject_plugin):
+    """A pod asking for N + 1 devices, bound to the node, fails admission (Requested N+1, Available N) and the
+    plugin gets no Allocate."""
+    resource = subject_plugin.resource_name
+    n = offered_devices(kube, node, resource)
+    before = kubelet_counts.allocations(resource)
+    pod = pod_factory("greedy", ["sleep", "86400"], resources={resource: n + 1}, node_name=node.name)
+    failed = pod.wait_admission_failure()
+    assert failed.status.reason == ADMISSION_ERROR, pods.summary(failed)
+    assert f"Requested: {n + 1}, Available: {n}" in failed.status.message, failed.status.message
+    _allocate_calls(kubelet_counts, resource, before)
+
+
+@pytest.mark.disruptive
+@pytest.mark.scenario("DP4")
+def test_kubelet_restart_keeps_the_device_and_the_plugin_registers_again(
+    kube, node, pod_factory, kubelet_counts, subject_plugin
+):
+    """Across a kubelet restart the pod keeps running, unrestarted, with the same device; the plugin registers
+    once with the new kubelet, the node offers all N again, and the new kubelet makes no Allocate call."""
+    resource = subject_plugin.resource_name
+    n = offered_devices(kube, node, resource)
+    offered = allocatable_ids(node, resource)
+    pod = pod_factory("keep", ["sleep", "86400"], resources={resource: 1})
+    uid = pod.wait_running().metadata.uid
+    held = _one_device(pod, resource, offered)
+
+    node.kubelet.restart()
+    wait.for_node_ready(kube, node.name)
+    # The new kubelet's counters start at zero: exactly one Register since it started.
+    wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    assert offered_devices(kube, node, resource) == n
+    assert allocatable_ids(node, resource) == offered
+    _running_unrestarted(pod, uid, "after the kubelet restart")
+    assert pod.devices(resource) == [held], (
+        f"after the restart podresources lists {pod.devices(resource)}, not [{held!r}]"
+    )
+    _allocate_calls(kubelet_counts, resource, 0)
+
+
+@pytest.mark.scenario("DP7", "DM-U7")
+def test_killed_plugin_restarted_keeps_assignments_and_serves_new_pods(
+    kube, node, pod_factory, node_resource, kubelet_counts, subject_plugin
+):
+    """SIGKILL of the plugin: the node keeps capacity N with allocatable 0; started again it registers once, N/N
+    comes back, the running pod keeps its device and a new pod gets another one (one Allocate each)."""
+    plugin = subject_plugin
+    resource = plugin.resource_name
+    n = offered_devices(kube, node, resource)
+    offered = allocatable_ids(node, resource)
+    pod = pod_factory("before", ["sleep", "86400"], resources={resource: 1})
+    uid = pod.wait_running().metadata.uid
+    held = _one_device(pod, resource, offered)
+    registered = kubelet_counts.registrations(resource)
+    allocated = kubelet_counts.allocations(resource)
+
+    plugin.kill()
+    node_resource(resource).wait_counts(n, 0, timeouts.DEVICE_COUNTS_AFTER_PLUGIN_KILL)
+    plugin.respawn()
+    wait_registrations(kubelet_counts, resource, registered + 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    assert offered_devices(kube, node, resource) == n
+    _running_unrestarted(pod, uid, "after the plugin restart")
+    assert pod.devices(resource) == [held], f"podresources lists {pod.devices(resource)} for {pod}, not [{held!r}]"
+    if n >= 2:
+        after = pod_factory("after", ["sleep", "86400"], resources={resource: 1})
+        after.wait_running()
+        other = _one_device(after, resource, offered)
+        assert other != held, f"the new pod got {other!r}, which {pod} holds"
+        _allocate_calls(kubelet_counts, resource, allocated + 1)
+
+
+@pytest.mark.disruptive
+@pytest.mark.scenario("DP11", "DM3")
+def test_reboot_never_runs_the_pod_without_its_device(kube, node, pod_factory, kubelet_counts, subject_plugin, request):
+    """A reboot (every sandbox gone, kubelet restarted) with the plugin running: the pod is re-admitted and runs
+    with one offered device again, or fails admission (UnexpectedAdmissionError) when the plugin has not
+    registered yet; never does it run without a device. Which one happened is recorded (`reboot_outcome`)."""
+    resource = subject_plugin.resource_name
+    n = offered_devices(kube, node, resource)
+    offered = allocatable_ids(node, resource)
+    pod = pod_factory("rebooted", ["sleep", "86400"], resources={resource: 1}, restart_policy="Always")
+    first = pod.wait_running()
+    main_id = next(s.container_id for s in first.status.container_statuses if s.name == "main")
+    _one_device(pod, resource, offered)
+
+    removed = node.simulate_reboot()
+    assert removed >= 1, f"the reboot simulation removed {removed} pod sandboxes, the device pod's at least"
+    wait.for_node_ready(kube, node.name)
+
+    def settled():
+        current = pod.read()
+        if current.status.phase == "Failed":
+            return current
+        main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
+        if main and main.state.running and main.container_id != main_id:
+            return current
+        return Pending(pods.summary(current))
+
+    outcome = until(settled, what=f"{pod} to run again or fail admission after the reboot", timeout=timeouts.CLAIM)
+    if outcome.status.phase == "Failed":
+        request.node.user_properties.append(("reboot_outcome", f"failed admission: {outcome.status.message}"))
+        assert outcome.status.reason == ADMISSION_ERROR, pods.summary(outcome)
+    else:
+        request.node.user_properties.append(("reboot_outcome", "ran again with its device"))
+        _one_device(pod, resource, offered)
+    wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    assert offered_devices(kube, node, resource) == n

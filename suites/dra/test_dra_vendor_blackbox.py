@@ -1,0 +1,220 @@
+"""Black-box: the kubelet with a DRA driver it cannot see into, our fake or a vendor's (issue 12, part 2).
+
+These tests run against our fake by default and against the vendor's kubelet plugin with `--vendor-dra-driver
+DRIVER --vendor-command ...` (fixtures/vendor.py `subject_driver`: its ResourceSlice published, a DeviceClass
+named like the driver). They use only what any driver offers: start, SIGKILL and what the kubelet and the API
+show. Exact counts of the kubelet's NodePrepareResources / NodeUnprepareResources calls come from the kubelet's
+own metric `dra_grpc_operations_duration_seconds_count{driver_name, method_name}` (a client interceptor on every
+call, pkg/kubelet/cm/dra/plugin/dra_plugin.go), which restarts at zero with each kubelet process. What reaches
+the container is checked against the CDI devices podresources lists for the claim, resolved in the node's CDI
+directory as the runtime resolves them.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from device_conformance import timeouts
+from device_conformance.certify import cdi
+from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR
+from device_conformance.kube import dra, pods
+from device_conformance.wait import kube as wait
+from device_conformance.wait.core import Pending, until, watch
+
+pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
+
+CDI_DIR = "/var/run/cdi"
+PRINT_ENV = ["sh", "-c", "env | sort; echo END-OF-ENV; exec sleep 86400"]
+
+
+def _counts(counts, driver, before=(0, 0)):
+    """(NodePrepareResources, NodeUnprepareResources) calls the driver answered OK, since `before`."""
+    prepare, unprepare = counts.dra_counts(driver)
+    return prepare - before[0], unprepare - before[1]
+
+
+def _wait_counts(counts, driver, before, expected, what):
+    def probe():
+        seen = _counts(counts, driver, before)
+        if seen == expected:
+            return seen
+        if seen[0] > expected[0] or seen[1] > expected[1]:
+            raise AssertionError(f"{what}: (prepare, unprepare) calls to {driver} are {seen}, expected {expected}")
+        return Pending(f"(prepare, unprepare) = {seen}")
+
+    return until(probe, what=f"{what}: (prepare, unprepare) calls to {driver} = {expected}", timeout=timeouts.CLAIM)
+
+
+def _claim_devices(pod, driver):
+    """(driver, pool, device) of each allocation result of the pod's claim, all of `driver`."""
+    claim = pod.claim()
+    results = ((claim.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results") or []
+    devices = sorted((r["driver"], r["pool"], r["device"]) for r in results)
+    assert len(devices) == 1 and devices[0][0] == driver, (
+        f"{pod}'s claim is allocated {devices}, one device of {driver}"
+    )
+    return devices
+
+
+def _listed(pod):
+    """The claims podresources lists for container main: claim name -> [(driver, pool, device, cdi ids)]."""
+    entry = pod.wait_podresources()
+    return {
+        d.claim_name: sorted(
+            (r.driver_name, r.pool_name, r.device_name, tuple(r.cdi_devices)) for r in d.claim_resources
+        )
+        for d in entry.container("main").dynamic_resources
+    }
+
+
+def _cdi_env(node, qualified):
+    """The env edits of CDI device `qualified` (vendor.com/class=name) in the node's CDI specs: spec-level and
+    device-level, as the runtime applies them."""
+    env = []
+    host_dir = Path(node.host_path(CDI_DIR))
+    files = cdi.resolve(host_dir, qualified)
+    assert len(files) == 1, f"CDI device {qualified} is defined in {len(files)} spec file(s) of {CDI_DIR}: {files}"
+    text = files[0].read_text()
+    spec = json.loads(text) if files[0].suffix == ".json" else yaml.safe_load(text)
+    env += (spec.get("containerEdits") or {}).get("env") or []
+    name = qualified.split("=", 1)[1]
+    for device in spec.get("devices") or []:
+        if device.get("name") == name:
+            env += (device.get("containerEdits") or {}).get("env") or []
+    return env
+
+
+def _seen_env(pod):
+    pod.log_line("END-OF-ENV")
+    return set(pod.logs().splitlines())
+
+
+def running_claim_pod(dra_objects, driver, prefix="blackbox"):
+    """A pod with a claim from a template for one device of `driver`, Running, printing its environment."""
+    pod = dra_objects.claim_pod(prefix, driver, PRINT_ENV)
+    running = pod.wait_running()
+    return pod, running
+
+
+@pytest.mark.scenario("DRA-E1", "DRA-E12")
+def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
+    node, kubelet_counts, dra_objects, subject_driver, request
+):
+    """A pod with a claim runs after exactly one NodePrepareResources; podresources lists the claim with exactly
+    the allocated device; the environment of every CDI device it lists reaches the container; deleting the pod
+    makes exactly one NodeUnprepareResources, and those CDI devices are no longer defined."""
+    driver = subject_driver.driver_name
+    before = kubelet_counts.dra_counts(driver)
+    pod, _ = running_claim_pod(dra_objects, driver)
+    allocated = _claim_devices(pod, driver)
+    claim = pod.claim_name()
+    assert _counts(kubelet_counts, driver, before) == (1, 0), "one NodePrepareResources for a running claim pod"
+
+    listed = _listed(pod)
+    assert list(listed) == [claim], f"podresources lists claims {list(listed)} for {pod} main, expected [{claim}]"
+    assert [entry[:3] for entry in listed[claim]] == allocated, (
+        f"podresources lists {listed[claim]} for claim {claim}, allocated {allocated}"
+    )
+    cdi_ids = [cdi_id for entry in listed[claim] for cdi_id in entry[3]]
+    request.node.user_properties.append(("cdi_devices", cdi_ids))
+    seen = _seen_env(pod)
+    for cdi_id in cdi_ids:
+        missing = [line for line in _cdi_env(node, cdi_id) if line not in seen]
+        assert not missing, f"the container lacks {missing} of CDI device {cdi_id}; it sees {sorted(seen)}"
+
+    pod.delete()
+    pod.wait_gone()
+    _wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
+    pod.wait_claim_gone(claim)
+    left = [cdi_id for cdi_id in cdi_ids if cdi.resolve(Path(node.host_path(CDI_DIR)), cdi_id)]
+    assert not left, f"CDI devices {left} are still defined in {CDI_DIR} after NodeUnprepareResources"
+
+
+@pytest.mark.disruptive
+@pytest.mark.scenario("DRA1")
+def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(
+    kube, node, kubelet_counts, dra_objects, subject_driver
+):
+    """Across a kubelet restart the claim pod keeps running, unrestarted, and podresources still lists its claim;
+    the new kubelet makes no NodePrepareResources for it (upstream's window, DRA_NO_PREPARE_WINDOW); deleting the
+    pod afterwards makes exactly one NodeUnprepareResources (the driver registered with the new kubelet)."""
+    driver = subject_driver.driver_name
+    pod, running = running_claim_pod(dra_objects, driver)
+    claim = pod.claim_name()
+    listed = _listed(pod)
+
+    node.kubelet.restart()
+    wait.for_node_ready(kube, node.name)
+
+    def prepared_again():
+        calls = kubelet_counts.dra_counts(driver, ok=None)  # any call, answered or not
+        return None if calls[0] == 0 else f"(prepare, unprepare) calls {calls}"
+
+    no_prepare = watch(
+        prepared_again,
+        what=f"no NodePrepareResources to {driver} after the kubelet restart",
+        duration=timeouts.DRA_NO_PREPARE_WINDOW,
+    )
+    try:
+        current = pod.read()
+        main = next(s for s in current.status.container_statuses if s.name == "main")
+        assert current.metadata.uid == running.metadata.uid and main.state.running and not main.restart_count, (
+            f"after the kubelet restart {pod} is not the Running, never restarted pod it was: {pods.summary(current)}"
+        )
+        assert _listed(pod) == listed, f"after the restart podresources lists {_listed(pod)}, before {listed}"
+        no_prepare.holds()
+    finally:
+        no_prepare.cancel()
+    pod.delete()
+    pod.wait_gone()
+    _wait_counts(kubelet_counts, driver, (0, 0), (0, 1), "the new kubelet, after the pod is gone")
+    pod.wait_claim_gone(claim)
+
+
+@pytest.mark.scenario("DRA2")
+def test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones(
+    resource_api, kube, node, kubelet_counts, dra_objects, subject_driver
+):
+    """SIGKILL of the driver, then started again: the running claim pod keeps running with its claim listed;
+    a new claim pod runs after one more NodePrepareResources; deleting both unprepares each claim once."""
+    from device_conformance.fixtures.vendor import wait_slices
+
+    driver = subject_driver.driver_name
+    before = kubelet_counts.dra_counts(driver)
+    first, running = running_claim_pod(dra_objects, driver, "first")
+    listed = _listed(first)
+
+    subject_driver.kill()
+    subject_driver.respawn()
+    wait_slices(kube, resource_api, node, driver)
+    second, _ = running_claim_pod(dra_objects, driver, "second")
+    _claim_devices(second, driver)
+    assert _counts(kubelet_counts, driver, before) == (2, 0), "one NodePrepareResources per claim pod"
+    current = first.read()
+    assert current.metadata.uid == running.metadata.uid and current.status.phase == "Running", pods.summary(current)
+    assert _listed(first) == listed, f"after the driver restart podresources lists {_listed(first)}, not {listed}"
+
+    for pod in (first, second):
+        pod.delete()
+    for pod in (first, second):
+        pod.wait_gone()
+    _wait_counts(kubelet_counts, driver, before, (2, 2), "after both pods are gone")
+
+
+@pytest.mark.taints
+@pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)")
+@pytest.mark.scenario("DT-U1")
+def test_noexecute_device_taint_rule_evicts_the_pod_and_unprepares(kubelet_counts, dra_objects, subject_driver):
+    """A NoExecute DeviceTaintRule on the pod's device evicts it (DisruptionTarget, reason
+    DeletionByDeviceTaintManager) and the kubelet unprepares its claim exactly once."""
+    driver = subject_driver.driver_name
+    before = kubelet_counts.dra_counts(driver)
+    pod = dra_objects.claim_pod("taint", driver, keep=True)
+    pod.wait_running()
+    [(_, _, device)] = _claim_devices(pod, driver)
+    dra_objects.taint_rule(dra.device_taint("example.com/broken", "NoExecute"), driver=driver, device=device)
+    cond = pod.wait_condition("DisruptionTarget", timeout=timeouts.TAINT_EVICTION)
+    assert cond.reason == "DeletionByDeviceTaintManager", f"{pod}: DisruptionTarget {cond.reason}: {cond.message}"
+    _wait_counts(kubelet_counts, driver, before, (1, 1), "after the eviction")
