@@ -132,3 +132,19 @@ def test_etcd_and_cni_programs_build_the_module_main_packages():
         "github.com/containernetworking/plugins/plugins/ipam/host-local",
         "github.com/containernetworking/plugins/plugins/main/ptp",
     )
+
+
+def test_a_rebuild_prunes_older_images_of_the_same_name_only(tmp_path):
+    def entry(key, name):
+        (tmp_path / key).mkdir()
+        (tmp_path / key / "inputs.json").write_text(json.dumps({"name": name}))
+        return tmp_path / key
+
+    keep = entry("new", "dc/kind-node:v1.37.1")
+    old = entry("old", "dc/kind-node:v1.37.1")
+    other = entry("other", "dc/kind-node:v1.36.4")
+    (tmp_path / "old2.partial-12").mkdir()
+    removed = assemble.prune_superseded(keep, "dc/kind-node:v1.37.1", lambda _: None)
+    assert removed == [old]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "old2.partial-12", "other"]
+    assert other.exists()

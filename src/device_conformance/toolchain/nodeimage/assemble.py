@@ -31,7 +31,7 @@ from device_conformance.toolchain.nodeimage import components, images, kindbase,
 from device_conformance.toolchain.nodeimage.cache import entry, record_inputs
 
 # Bump when what the steps below put in the image changes, so cached images are rebuilt.
-RECIPE = "1"
+RECIPE = "2"
 TARBALL = "image.tar"
 CONTENTS = "contents.json"
 DEFAULT_NAME = "device-conformance.local/kind-node:{tag}"
@@ -127,20 +127,39 @@ def build_node_image(
             listed = images.preload(root, containerd.directory, wanted_preloads, progress)
             (staging / CONTENTS).write_text(json.dumps({"preloaded": listed}, indent=1) + "\n")
             shutil.rmtree(staging / "oci")
-            progress(f"  packing {name} into {staging / TARBALL}")
+            steps.next(f"packing {name} into {staging / TARBALL}")
             write_docker_archive(root, staging / TARBALL, name, progress)
             shutil.rmtree(root)
             record_inputs(staging, inputs)
             return "built"
 
         source = ensure_cached(cached, [TARBALL], fill, progress)
-        source = "built" if source != "cache" else source
+        if source != "cache":
+            prune_superseded(cached, name, progress)
     preloaded = tuple(json.loads((cached / CONTENTS).read_text())["preloaded"])
     progress(
         f"node image {name}: {source} in {time.monotonic() - started:.0f}s, {cached / TARBALL} "
         f"({(cached / TARBALL).stat().st_size >> 20} MiB); load it with: docker load -i {cached / TARBALL}"
     )
     return NodeImage(name, cached / TARBALL, source, cached.name, preloaded)
+
+
+def prune_superseded(keep: Path, name: str, progress: Progress) -> list[Path]:
+    """Remove the cached images of the same name other than `keep` (about 1 GiB each): a rebuild supersedes
+    them. Entries being written (`*.partial-*`) and other names are left alone."""
+    removed = []
+    for other in sorted(keep.parent.iterdir()):
+        if other == keep or ".partial-" in other.name or not other.is_dir():
+            continue
+        try:
+            recorded = json.loads((other / "inputs.json").read_text()).get("name")
+        except (OSError, ValueError):
+            continue
+        if recorded == name:
+            shutil.rmtree(other, ignore_errors=True)
+            removed.append(other)
+            progress(f"  removed the superseded image entry {other}")
+    return removed
 
 
 class Steps:

@@ -266,7 +266,10 @@ def preload(root: Path, containerd_dir: Path, images: Sequence[Preload], progres
             for alias in image.names[1:]:
                 run([*ctr, "images", "tag", "--force", image.names[0], alias], timeout=60)
                 run([*ctr, "images", "label", alias, PINNED], timeout=60)
-        listed = run([*ctr, "images", "list", "-q"], timeout=60).stdout.split()
+        # stdout only: ctr warns on stderr (e.g. cgroup v1 deprecation) and `run` merges the two.
+        listed = subprocess.run(
+            [*ctr, "images", "list", "-q"], capture_output=True, text=True, timeout=60, check=True
+        ).stdout.split()
     missing = sorted({name for image in images for name in image.names} - set(listed))
     if missing:
         raise ConformanceError(f"images missing from the node's containerd after import: {missing} (listed: {listed})")
