@@ -37,6 +37,11 @@ def test_images_are_found_by_repository_and_etcd_tags_give_the_release():
     assert images.tag_of(images.image_by_repository(KUBEADM_1_37_1, "etcd")) == "3.7.0-0"
     assert images.etcd_release("3.7.0-0") == "v3.7.0"
     assert images.etcd_release("3.5.21-0") == "v3.5.21"
+    # The repository's last path element, exactly: not a suffix of another name.
+    assert (
+        images.image_by_repository([*KUBEADM_1_37_1, "example.com/not-etcd:1"], "etcd")
+        == "registry.k8s.io/etcd:3.7.0-0"
+    )
     with pytest.raises(ConformanceError, match="0 kube-dns images"):
         images.image_by_repository(KUBEADM_1_37_1, "kube-dns")
 

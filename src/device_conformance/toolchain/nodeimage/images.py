@@ -105,9 +105,11 @@ def resolve_chain(root: Path, path: str) -> tuple[list[tuple[str, str]], str]:
             links.append((str(candidate), target))
             if len(links) > MAX_LINKS:
                 raise ConformanceError(f"too many symlinks resolving {path} in {root}")
-            base = PurePosixPath("/") if target.startswith("/") else current
-            pending = list((base / target).parts[1 if target.startswith("/") else len(base.parts) :]) + pending
-            current = PurePosixPath("/") if target.startswith("/") else current
+            # The target's parts replace this one; an absolute target restarts from the root's top.
+            absolute = target.startswith("/")
+            pending = list(PurePosixPath(target).parts[1 if absolute else 0 :]) + pending
+            if absolute:
+                current = PurePosixPath("/")
             continue
         current = candidate
     return links, str(current)
