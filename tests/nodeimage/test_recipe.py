@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +105,23 @@ def test_the_rootfs_key_covers_kinds_packages_and_runc(tmp_path):
     inputs = rootfs.rootfs_inputs(recipe)
     assert inputs["packages"] == ["bash", "runc", "systemd"]
     assert inputs["suite"] == "trixie"
+
+
+def test_mounts_left_below_a_root_are_unmounted_deepest_first(tmp_path):
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    outer, inner = tmp_path / "root" / "proc", tmp_path / "root" / "proc" / "sys"
+    outer.mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(outer)], check=True)
+    inner.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "tmpfs", str(inner)], check=True)
+    try:
+        assert rootfs.unmount_under(tmp_path / "root") == [str(inner), str(outer)]
+        mounted = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
+        assert [m for m in mounted if m.startswith(str(tmp_path))] == []
+    finally:
+        subprocess.run(["umount", "-l", str(inner)], check=False, capture_output=True)
+        subprocess.run(["umount", "-l", str(outer)], check=False, capture_output=True)

@@ -64,11 +64,15 @@ def ensure_rootfs(recipe: BaseRecipe, progress: Progress = print) -> Path:
 
     def fill(staging: Path) -> str:
         root = staging / "root"
-        debootstrap(recipe.debian_suite, inputs["packages"], root, progress)  # type: ignore[arg-type]
-        for package in OPTIONAL_PACKAGES:
-            install_if_available(root, package, progress)
-        chroot_sh(root, SYSTEMD_TRIM)
-        chroot_sh(root, CLEANUP)
+        try:
+            debootstrap(recipe.debian_suite, inputs["packages"], root, progress)  # type: ignore[arg-type]
+            for package in OPTIONAL_PACKAGES:
+                install_if_available(root, package, progress)
+            chroot_sh(root, SYSTEMD_TRIM)
+            chroot_sh(root, CLEANUP)
+        finally:
+            # debootstrap mounts proc and sys in the target and a killed one leaves them: never rm -r through them.
+            unmount_under(root)
         progress("packing the root filesystem")
         pack(root, staging / TARBALL)
         shutil.rmtree(root)
@@ -113,6 +117,19 @@ def install_if_available(root: Path, package: str, progress: Progress) -> bool:
     chroot_sh(root, f"DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {package}")
     progress(f"  installed {package} from Debian")
     return True
+
+
+def unmount_under(directory: Path) -> list[str]:
+    """Unmount (lazily, deepest first) whatever is mounted at or below `directory`; returns the targets."""
+    prefix = str(directory.resolve())
+    targets = []
+    for line in Path("/proc/self/mounts").read_text().splitlines():
+        target = line.split()[1].replace("\\040", " ")
+        if target == prefix or target.startswith(prefix + "/"):
+            targets.append(target)
+    for target in sorted(targets, key=len, reverse=True):
+        subprocess.run(["umount", "-l", target], check=False, capture_output=True)
+    return sorted(targets, key=len, reverse=True)
 
 
 def chroot_sh(root: Path, script: str) -> str:
