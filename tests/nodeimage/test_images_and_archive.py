@@ -153,3 +153,13 @@ def test_a_rebuild_prunes_older_images_of_the_same_name_only(tmp_path):
     assert removed == [old]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["new", "old2.partial-12", "other"]
     assert other.exists()
+
+
+def test_a_build_without_root_is_refused_before_anything_is_fetched(monkeypatch):
+    from device_conformance.errors import BadInput
+    from device_conformance.expectations.versions import KubeVersion
+
+    monkeypatch.setattr(assemble.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(assemble.kindbase, "base_recipe", lambda *a: pytest.fail("fetched the kind module"))
+    with pytest.raises(BadInput, match=r"needs root .*\n  fix: run it as root"):
+        assemble.build_node_image(KubeVersion(1, 37, 1), progress=lambda _: None)

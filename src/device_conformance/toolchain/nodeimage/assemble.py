@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -18,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.errors import ConformanceError
+from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.process import run
@@ -65,16 +66,22 @@ def build_node_image(
     progress: Progress = print,
 ) -> NodeImage:
     """The node image of `version` (built, or taken from the cache when no input changed)."""
+    if os.geteuid() != 0:
+        raise BadInput(
+            "building a kind node image needs root (debootstrap, chroot, and a containerd writing the node's store)",
+            "run it as root (sudo), or use a published image: --kind-image kindest/node:vX.Y.Z",
+        )
     name = name or default_name(version)
     started = time.monotonic()
     steps = Steps(progress, 8)
+    # Kubernetes first: a wrong version or --k8s-bin-dir is refused before anything else is fetched or built.
+    steps.next(f"Kubernetes {version.tag} binaries")
+    server = k8s.ensure_binaries(version, user_dir=k8s_bin_dir, progress=progress)
+    node_tools = k8s.ensure_binaries(version, components=k8s.NODE_IMAGE_COMPONENTS, progress=progress)
     steps.next(f"kind {kind_version} base recipe (Go module {kindbase.KIND_MODULE})")
     recipe = kindbase.base_recipe(kind_version)
     steps.next(f"Debian {recipe.debian_suite} root filesystem")
     rootfs_tar = rootfs.ensure_rootfs(recipe, progress)
-    steps.next(f"Kubernetes {version.tag} binaries")
-    server = k8s.ensure_binaries(version, user_dir=k8s_bin_dir, progress=progress)
-    node_tools = k8s.ensure_binaries(version, components=k8s.NODE_IMAGE_COMPONENTS, progress=progress)
     steps.next(f"containerd {CONTAINERD_VERSION} and CNI plugins {recipe.versions['CNI_PLUGINS_VERSION']}")
     containerd = ensure_containerd(CONTAINERD_VERSION, progress=progress)
     cni = components.ensure_program(

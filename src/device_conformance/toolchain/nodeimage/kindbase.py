@@ -38,7 +38,7 @@ def download_module(spec: str) -> Path:
     """`go mod download` of one module@version; its directory in the module cache."""
     with tempfile.TemporaryDirectory(prefix="dc-go-download-") as neutral:
         proc = subprocess.run(
-            [go_binary(f"the {spec} module", alternative=None), "mod", "download", "-json", spec],
+            [go_binary(f"sources of {spec}", alternative=None), "mod", "download", "-json", spec],
             cwd=neutral,
             env={**os.environ, "GOWORK": "off", "GOFLAGS": without_mod_flag(os.environ.get("GOFLAGS", ""))},
             capture_output=True,
