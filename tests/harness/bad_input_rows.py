@@ -322,6 +322,23 @@ ROWS: list[Row] = [
         exit_code=2,
     ),
     Row(
+        "`kind build-node-image` not as root",
+        [CLI, "kind", "build-node-image"],
+        given="not_root",
+        message="building a kind node image needs root (debootstrap, chroot, and a containerd writing the node's "
+        "store)",
+        fix="fix: run it as root (sudo)",
+        exit_code=2,
+    ),
+    Row(
+        "`--k8s-bin-dir` that does not exist, for a kind node image",
+        [CLI, "kind", "build-node-image", "--k8s-bin-dir", "{tmp}/no-such-dir"],
+        message="K8S_BIN_DIR={tmp}/no-such-dir is not a directory",
+        fix="fix: point it at a directory holding kubelet",
+        exit_code=2,
+        needs="root",
+    ),
+    Row(
         "`K8S_SOURCE` that is not a directory",
         SETUP,
         env={"K8S_SOURCE": "{tmp}/no-such-tree"},

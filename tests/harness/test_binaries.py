@@ -90,3 +90,13 @@ def test_setup_builds_only_the_kubelet_of_upgrade_from(monkeypatch, capsys):
     assert asked == [(KubeVersion(1, 36, 4), ("kubelet",))]
     cluster._ensure_upgrade_kubelet(resolve({}, {"UPGRADE_FROM": "1.35.8"}))
     assert len(asked) == 1 and "1.35.8 is not one minor below 1.37.1" in capsys.readouterr().out
+
+
+def test_node_image_tools_are_built_into_their_own_entry(monkeypatch, tmp_path):
+    monkeypatch.setenv("DEVICE_CONFORMANCE_CACHE", str(tmp_path))
+    built = []
+    _fake_build(monkeypatch, built)
+    tools = binaries.ensure_binaries(V, components=["kube-proxy", "kubeadm", "kubectl"], progress=lambda _: None)
+    assert built == [("kubeadm", "kubectl", "kube-proxy")]
+    assert tools.directory == tmp_path / "kubernetes" / "v1.36.4-kubeadm-kubectl-kube-proxy"
+    assert tools.path("kubeadm").read_bytes() == b"kubeadm 1.36.4"

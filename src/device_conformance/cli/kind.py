@@ -30,6 +30,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     delete.add_argument("names", nargs="+")
     delete.set_defaults(func=_delete)
     verbs.add_parser("cleanup", help="delete clusters left by crashed runs").set_defaults(func=_cleanup)
+    build = verbs.add_parser(
+        "build-node-image",
+        help="build a kind node image with no registry (Debian packages and Go modules only), cached by content",
+    )
+    build.add_argument("--k8s-version", help=KNOBS["k8s_version"].help_text())
+    build.add_argument("--k8s-bin-dir", help=KNOBS["k8s_bin_dir"].help_text())
+    build.add_argument(
+        "--image", help="name of the image (default device-conformance.local/kind-node:vX.Y.Z of --k8s-version)"
+    )
+    build.add_argument(
+        "--load",
+        action="store_true",
+        help="also `docker load` it into the Docker engine of DOCKER_HOST (or the default)",
+    )
+    build.set_defaults(func=_build_node_image)
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -50,6 +65,27 @@ def _render(args: argparse.Namespace) -> int:
             host_dir.mkdir(parents=True, exist_ok=True)
     sys.stdout.write(yaml.safe_dump(rendered, sort_keys=False))
     print(f"# kind create cluster --config FILE, then: pytest suites --provider kind --kind-cluster {args.name}")
+    return 0
+
+
+def _build_node_image(args: argparse.Namespace) -> int:
+    from device_conformance.toolchain.nodeimage.assemble import build_node_image
+
+    settings = resolve(
+        {"k8s_version": args.k8s_version, "k8s_bin_dir": args.k8s_bin_dir, "provider": "kind"},
+        option_names={"k8s_bin_dir": "--k8s-bin-dir"},
+    )
+    image = build_node_image(
+        settings.k8s_version.value, name=args.image, k8s_bin_dir=settings.k8s_bin_dir.value, progress=print
+    )
+    print(f"image {image.name}")
+    print(f"tarball {image.tarball}")
+    print(f"preloaded {', '.join(image.preloaded)}")
+    if args.load:
+        from device_conformance.dockercli import Docker
+
+        print(Docker().text(["load", "-i", str(image.tarball)], timeout=1800).strip())
+    print(f"use it: kind create cluster --image {image.name}")
     return 0
 
 

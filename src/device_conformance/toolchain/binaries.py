@@ -32,6 +32,10 @@ from device_conformance.toolchain.source_build import ensure_source_binaries, so
 
 COMPONENTS = ("kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 KUBELET_ONLY = ("kubelet",)
+# What only a kind node image needs besides the server binaries (toolchain/nodeimage): kubeadm and kubectl
+# on the node, kube-proxy in its image. Cached in an entry of their own, built only for node images.
+NODE_IMAGE_COMPONENTS = ("kubeadm", "kubectl", "kube-proxy")
+KNOWN_COMPONENTS = COMPONENTS + NODE_IMAGE_COMPONENTS
 RELEASE_URL = "https://dl.k8s.io/{tag}/bin/linux/amd64/{name}"
 VERSION_TIMEOUT = 30  # seconds for `<binary> --version` (a cold start of a 100 MB binary on a busy host)
 
@@ -103,12 +107,12 @@ def binary_source(
 
 
 def _known(components: Sequence[str]) -> tuple[str, ...]:
-    unknown = [name for name in components if name not in COMPONENTS]
+    unknown = [name for name in components if name not in KNOWN_COMPONENTS]
     if unknown or not components:
         raise BadInput(
-            f"unknown Kubernetes components {unknown or '(none)'}", f"ask for some of: {', '.join(COMPONENTS)}"
+            f"unknown Kubernetes components {unknown or '(none)'}", f"ask for some of: {', '.join(KNOWN_COMPONENTS)}"
         )
-    return tuple(name for name in COMPONENTS if name in components)
+    return tuple(name for name in KNOWN_COMPONENTS if name in components)
 
 
 def _from_user_dir(version: KubeVersion, user_dir: Path, components: Sequence[str]) -> KubernetesBinaries:
