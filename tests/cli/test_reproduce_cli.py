@@ -4,6 +4,9 @@ import pytest
 
 from device_conformance.cli import reproduce
 from device_conformance.errors import BadInput
+from device_conformance.expectations.versions import KubeVersion
+
+V = KubeVersion.parse
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -69,3 +72,17 @@ def test_recorded_reproductions_agree_with_the_bug_data():
         bug = reproduce.find_bug(issue)
         assert bug.affects(KubeVersion.parse(affected)), f"{issue} was reproduced on {affected}: the data must say so"
         assert not bug.affects(KubeVersion.parse(fixed)), f"{issue} passed on {fixed}: the data must say fixed"
+
+
+@pytest.mark.parametrize(
+    ("issue", "bad", "good", "whole", "expected"),
+    [
+        ("kubernetes#127803", "1.36.4", "1.37.1", False, ("1.37.1", "1.36.4")),  # kubelet bug: only its kubelet
+        ("kubernetes#127803", "1.36.4", "1.37.1", True, ("1.36.4", None)),  # --whole-cluster
+        ("kubernetes#134434", "1.34.10", "1.35.8", False, ("1.34.10", None)),  # the eviction controller's bug
+        ("kubernetes#127803", "1.33.13", "1.37.1", False, ("1.33.13", None)),  # four minors: outside the skew
+    ],
+)
+def test_the_affected_run_swaps_only_a_kubelet_bugs_kubelet(issue, bad, good, whole, expected):
+    control_plane, kubelet = reproduce.affected_run(reproduce.find_bug(issue), V(bad), V(good), whole)
+    assert (str(control_plane), kubelet and str(kubelet)) == expected

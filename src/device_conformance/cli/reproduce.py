@@ -5,6 +5,10 @@ The releases default to the matrix versions (expectations/versions.py) around th
 branch, so their binaries are usually cached: the newest matrix release the bug affects and the oldest
 one it does not. On the affected release the bug's check runs in its known-bug block, so "reproduced"
 means that exact check failed (a strict xfail naming the bug) while the rest of the test passed.
+
+A bug in the kubelet is reproduced with the affected release's kubelet under the fixed release's control
+plane (KUBELET_VERSION, within the version-skew policy): only that kubelet is built, and the two runs differ
+in nothing but the kubelet. --whole-cluster, or a bug in another component, runs each release whole.
 """
 
 from __future__ import annotations
@@ -17,9 +21,9 @@ from pathlib import Path
 
 from device_conformance.cli import release_run
 from device_conformance.errors import BadInput
-from device_conformance.expectations.behaviour import KnownBug
+from device_conformance.expectations.behaviour import KUBELET, KnownBug
 from device_conformance.expectations.bugtable import KNOWN_BUGS
-from device_conformance.expectations.versions import MATRIX_VERSIONS, KubeVersion
+from device_conformance.expectations.versions import KUBELET_SKEW_MINORS, MATRIX_VERSIONS, KubeVersion
 
 _TEST_RE = re.compile(r"suites/[\w/]+\.py::\w+")
 
@@ -37,7 +41,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--fixed", metavar="X.Y.Z", help="a fixed release (default: from the matrix)")
     p.add_argument("--out", type=Path, default=Path("reproduce-results"), help="results folder")
     p.add_argument("--no-setup", action="store_true", help="do not build missing binaries first")
+    p.add_argument(
+        "--whole-cluster",
+        action="store_true",
+        help="run the affected release's whole cluster, not only its kubelet under the fixed control plane",
+    )
     p.set_defaults(func=_run)
+
+
+def affected_run(
+    bug: KnownBug, bad: KubeVersion, good: KubeVersion, whole_cluster: bool
+) -> tuple[KubeVersion, KubeVersion | None]:
+    """(control plane, kubelet or None for the same) of the run on the affected release."""
+    if whole_cluster or bug.component != KUBELET or good.minor - bad.minor > KUBELET_SKEW_MINORS:
+        return bad, None
+    return good, bad
 
 
 def find_bug(issue: str) -> KnownBug:
@@ -119,13 +137,15 @@ def _run(args: argparse.Namespace) -> int:
     bad, good = pick_releases(bug, args.affected, args.fixed)
     rows = []
     for version, affected in ((bad, True), (good, False)):
+        control_plane, kubelet = affected_run(bug, bad, good, args.whole_cluster) if affected else (good, None)
         folder = args.out / bug.issue.replace("#", "-") / str(version)
         folder.mkdir(parents=True, exist_ok=True)
-        print(f"[reproduce] {bug.issue} on {version} ({'affected' if affected else 'fixed'}): {folder}", flush=True)
-        if not args.no_setup and release_run.setup(version, folder) != 0:
+        shown = f"kubelet {version} under control plane {control_plane}" if kubelet else f"{version}"
+        print(f"[reproduce] {bug.issue} on {shown} ({'affected' if affected else 'fixed'}): {folder}", flush=True)
+        if not args.no_setup and release_run.setup(control_plane, folder, kubelet) != 0:
             rows.append((version, f"setup failed: see {folder / 'setup.log'}", folder))
             continue
-        _, junit = release_run.pytest(version, folder, *tests, "-rA")
+        _, junit = release_run.pytest(control_plane, folder, *tests, "-rA", kubelet=kubelet)
         text = verdict(read_outcome(junit, bug), affected=affected) if junit.exists() else "no result: see the log"
         rows.append((version, text, folder))
     print(f"\n{bug.issue}: {bug.title}\n  {bug.describe_fix(good)}\n  tests: {', '.join(tests)}")
