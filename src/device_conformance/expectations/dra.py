@@ -61,6 +61,16 @@ def has_none_taint_effect(version: KubeVersion) -> bool:
     return version.at_least(FIRST_NONE_TAINT_EFFECT_MINOR)
 
 
+# Partitionable devices (KEP-4815): ResourceSlice sharedCounters and Device consumesCounters, gate
+# DRAPartitionableDevices, alpha and off from 1.33, beta and on by default from 1.36 (module source v1.37.1
+# pkg/features/kube_features.go). From 1.35 a slice holds either devices or sharedCounters, never both
+# (KEP update kubernetes/enhancements#5515; "only one of `sharedCounters` or `devices` is allowed",
+# kubernetes-sigs/dra-driver-nvidia-gpu#859; k8s.io/api v0.37.1 resource/v1/types.go ResourceSliceSpec), so
+# the fake driver publishes them apart. expectations/cluster.py does not turn the alpha gate on, so the
+# suite checks partitions from 1.36.
+PARTITIONABLE_DEVICES_SINCE = "1.36"
+
+
 # Device health in containerStatuses[].allocatedResourcesStatus (KEP-4680): gate ResourceHealthStatus, alpha
 # and off from 1.31, beta and on by default from 1.36 (module source v1.36.4 pkg/features/kube_features.go).
 # expectations/cluster.py does not turn the alpha gate on, so the suite checks it from 1.36.
