@@ -61,6 +61,15 @@ def has_none_taint_effect(version: KubeVersion) -> bool:
     return version.at_least(FIRST_NONE_TAINT_EFFECT_MINOR)
 
 
+# Seamless DRA driver updates (kubernetes#129832, in 1.33): the kubelet keeps several
+# registrations of one driver (a rolling update's second instance on sockets of its own, the kubeletplugin
+# helper's RollingUpdate option from k8s.io/dynamic-resource-allocation v0.33) and wipes the driver's
+# ResourceSlices only after its last plugin has been gone for the wiping delay. Upstream runs its "rolling
+# update", "failed update" and "sequential update" e2e tests with KubeletMinVersion 1.33 (test/e2e/dra/dra.go:
+# "Seamless upgrade support was added in Kubernetes 1.33").
+FIRST_SEAMLESS_DRIVER_UPDATE_MINOR = 33
+
+
 # Partitionable devices (KEP-4815): ResourceSlice sharedCounters and Device consumesCounters, gate
 # DRAPartitionableDevices, alpha and off from 1.33, beta and on by default from 1.36 (module source v1.37.1
 # pkg/features/kube_features.go). From 1.35 a slice holds either devices or sharedCounters, never both
