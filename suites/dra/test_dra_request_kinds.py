@@ -235,17 +235,19 @@ def size_request(device_class, size, count=1):
     return {"count": count, "selectors": [f'device.attributes["{device_class}"].size == "{size}"']}
 
 
-def prepared_devices(driver, uid):
-    return sorted(d["device_name"] for d in driver.prepared()[uid]["devices"])
+def checkpointed_devices(node, driver, uid):
+    """The device names the kubelet recorded in dra_manager_state for the claim: what the driver answered."""
+    return sorted(d.device_name for d in checkpoint_entry(node, uid).drivers[driver.config.driver_name])
 
 
 @pytest.mark.since(PARTITIONABLE_DEVICES_SINCE, "DRAPartitionableDevices is beta and on from 1.36 (KEP-4815)")
 @pytest.mark.scenario("DRA-E18")
-def test_partitions_are_allocated_only_as_far_as_their_shared_counters_allow(dra_driver, dra_objects):
+def test_partitions_are_allocated_only_as_far_as_their_shared_counters_allow(node, dra_driver, dra_objects):
     """One GPU with 4Gi, published as a counter set, and three partitions drawing on it: two halves (2Gi
-    each) and the whole (4Gi). A pod asking for both halves gets them and the kubelet prepares exactly those
-    two; a pod asking for the whole stays unschedulable while the halves hold the counters, with the
-    scheduler's reason, and runs on the whole once the first pod is gone."""
+    each) and the whole (4Gi). A pod asking for both halves gets them, and the kubelet prepares its claim
+    once and checkpoints both partitions the driver answered; a pod asking for the whole stays
+    unschedulable while the halves hold the counters, with the scheduler's reason, and runs on the whole
+    once the first pod is gone."""
     half = {"gpu-0": {"memory": "2Gi"}}
     driver = dra_driver(
         devices=(
@@ -260,7 +262,8 @@ def test_partitions_are_allocated_only_as_far_as_their_shared_counters_allow(dra
     halves.wait_running()
     halves_uid = halves.claim_uid()
     assert sorted(halves.allocated_devices()) == ["gpu-0-half-a", "gpu-0-half-b"]
-    assert prepared_devices(driver, halves_uid) == ["gpu-0-half-a", "gpu-0-half-b"], "prepared: both halves"
+    assert claim_record(driver.calls(PREPARE)) == [([halves_uid], "ok")], "prepared once"
+    assert checkpointed_devices(node, driver, halves_uid) == ["gpu-0-half-a", "gpu-0-half-b"], "both halves"
 
     whole = dra_objects.claim_pod("whole", driver, request=size_request(name, "full"))
     message = whole.wait_unschedulable()
@@ -275,4 +278,4 @@ def test_partitions_are_allocated_only_as_far_as_their_shared_counters_allow(dra
     assert whole.allocated_devices() == ["gpu-0-full"]
     assert claim_record(driver.calls(PREPARE)) == [([halves_uid], "ok"), ([whole_uid], "ok")], "each claim once"
     assert sorted(driver.prepared()) == [whole_uid], "the halves' claim unprepared, the whole's prepared"
-    assert prepared_devices(driver, whole_uid) == ["gpu-0-full"]
+    assert checkpointed_devices(node, driver, whole_uid) == ["gpu-0-full"]
