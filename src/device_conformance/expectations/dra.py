@@ -70,6 +70,12 @@ def has_none_taint_effect(version: KubeVersion) -> bool:
 FIRST_SEAMLESS_DRIVER_UPDATE_MINOR = 33
 
 
+# The kubelet's dra_resource_claims_in_use gauge (per driver_name and "<any>"): kubernetes#131641, opened
+# 2025-05-07 after the 1.33.0 release and merged for 1.34 (inferred from the PR's dates; the metric is in
+# module source v1.37.1 pkg/kubelet/metrics/metrics.go).
+FIRST_CLAIMS_IN_USE_METRIC_MINOR = 34
+
+
 # Partitionable devices (KEP-4815): ResourceSlice sharedCounters and Device consumesCounters, gate
 # DRAPartitionableDevices, alpha and off from 1.33, beta and on by default from 1.36 (module source v1.37.1
 # pkg/features/kube_features.go). From 1.35 a slice holds either devices or sharedCounters, never both
