@@ -108,7 +108,7 @@ def test_shared_claim_is_prepared_once_and_unprepared_after_the_last_pod(dra_dri
 
 
 @pytest.mark.slow  # waits for the kubelet's pod resync (60-90 s)
-@pytest.mark.scenario("DRA6")
+@pytest.mark.scenario("DRA6", "DRA-E2")  # the fault fails NodePrepareResources of v1 and v1beta1 alike
 @pytest.mark.parametrize("per_claim", [False, True], ids=["grpc-error", "claim-error"])
 def test_failed_prepare_is_retried_until_it_succeeds(dra_driver, dra_objects, per_claim):
     driver = dra_driver(devices=("dev-0",))

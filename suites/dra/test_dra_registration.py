@@ -1,7 +1,9 @@
 """Plugin registration of the DRA driver: GetInfo failures, the service socket coming up after registration,
-the DRA service stopped apart from the registrar."""
+the DRA service stopped apart from the registrar, the gRPC service the kubelet picks from what each driver
+advertises."""
 
 import pytest
+from device_conformance.fixtures.dra_pods import claim_with_requests, claims_pod
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
@@ -60,3 +62,45 @@ def test_prepare_waits_for_a_stopped_dra_service(node, dra_driver, dra_objects):
     pod.wait_running(timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
     # The calls that could not reach the stopped service are not in the driver's log: one call, the one that worked.
     assert claim_record(driver.calls("NodePrepareResources")) == [([pod.claim_uid()], "ok")], "prepared once"
+
+
+V1 = "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"
+V1BETA1 = "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin"
+# What each driver advertises -> the service the kubelet must call: from 1.34 it supports v1 and v1beta1 and
+# walks the plugin's list in the plugin's order, taking the first it supports (validateSupportedServices,
+# pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, module source v1.37.1).
+SERVICE_CHOICES = {
+    "v1beta1-only": (["v1beta1.DRAPlugin"], V1BETA1),
+    "v1-only": (["v1.DRAPlugin"], V1),
+    "v1-first": (["v1.DRAPlugin", "v1beta1.DRAPlugin"], V1),
+    "v1beta1-first": (["v1beta1.DRAPlugin", "v1.DRAPlugin"], V1BETA1),
+}
+
+
+@pytest.mark.since("1.34", "the kubelet calls DRA v1 beside v1beta1 from 1.34 (dra/v1 in kubernetes/kubelet v0.34.0)")
+@pytest.mark.scenario("DRA-E1", "DRA-E29")
+def test_each_driver_is_called_through_the_first_service_it_advertises(dra_driver, dra_objects):
+    """Four drivers, each advertising only v1beta1, only v1, or both in either order; one pod with a claim of
+    each. Every driver is registered once (GetInfo, then NotifyRegistrationStatus true), and NodePrepareResources
+    and NodeUnprepareResources reach it exactly once, through the service the kubelet chose (the fake serves
+    both on its socket, so a wrong choice would be answered, and show in its call log)."""
+    drivers = {key: dra_driver(devices=("dev-0",), services=services) for key, (services, _) in SERVICE_CHOICES.items()}
+    claims = {key: claim_with_requests(dra_objects, {"dev": d.config.driver_name}) for key, d in drivers.items()}
+    pod = claims_pod(dra_objects, "services", claims, {"main": list(claims)}, command=["sleep", "86400"])
+    pod.wait_running(timeout=timeouts.CLAIM_POD_START)
+    uids = {key: dra_objects.get_claim(claim)["metadata"]["uid"] for key, claim in claims.items()}
+    pod.delete()
+    pod.wait_gone(timeout=timeouts.UNPREPARE)
+    for key, driver in drivers.items():
+        expected = SERVICE_CHOICES[key][1]
+        registrations = [(r.ok, r.error) for r in driver.registrations()]
+        assert registrations == [(True, "")], f"{key}: the kubelet's registration verdicts {registrations}"
+        assert [c.method for c in driver.calls() if c.service == "pluginregistration.Registration"] == [
+            "GetInfo",
+            "NotifyRegistrationStatus",
+        ], f"{key}: registration calls"
+        seen = [(c.method, c.service, c.claim_uids, c.outcome()) for c in driver.calls() if c.method.startswith("Node")]
+        assert seen == [
+            ("NodePrepareResources", expected, [uids[key]], "ok"),
+            ("NodeUnprepareResources", expected, [uids[key]], "ok"),
+        ], f"{key} advertised {SERVICE_CHOICES[key][0]}"

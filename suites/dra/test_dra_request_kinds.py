@@ -1,15 +1,18 @@
 """Request kinds beyond "one device of a class", through the kubelet: prioritized lists (firstAvailable:
 the sub-request chosen, the container's request name, the checkpoint), admin access (namespace label,
-a DaemonSet sharing a device another pod holds) and consumable capacity (ShareIDs).
+a DaemonSet sharing a device another pod holds), consumable capacity (ShareIDs) and partitionable devices
+(partitions drawing on a shared counter set).
 
 Gates (module source v1.37.1 pkg/features/kube_features.go): DRAPrioritizedList and DRAAdminAccess are GA
-and locked on in 1.37 (beta, on, from 1.34); DRAConsumableCapacity is beta and on from 1.36.
+and locked on in 1.37 (beta, on, from 1.34); DRAConsumableCapacity is beta and on from 1.36;
+DRAPartitionableDevices is alpha (off) from 1.33 and beta, on, from 1.36.
 """
 
 import pytest
 from kubernetes import client
 
 from device_conformance import timeouts
+from device_conformance.expectations.dra import PARTITIONABLE_DEVICES_SINCE
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import DeviceSpec, cdi
 from device_conformance.handles import ClaimPodHandle
@@ -53,6 +56,7 @@ def results_of(claim):
 
 
 @pytest.mark.since("1.34", "DRAPrioritizedList is beta and on from 1.34 (KEP-4816)")
+@pytest.mark.scenario("DRA-E18")
 def test_prioritized_list_subrequest_is_prepared_and_reaches_the_container(node, kube, dra_driver, dra_objects):
     """No device matches the first sub-request, so the second is allocated ("dev/small"); the kubelet
     prepares the claim once, checkpoints what the driver answered, and gives the container that names
@@ -192,7 +196,7 @@ def capacity_claim_spec(device_class, memory):
 
 
 @pytest.mark.since("1.36", "DRAConsumableCapacity is beta and on from 1.36 (KEP-5075)")
-@pytest.mark.scenario("DRA-H7")
+@pytest.mark.scenario("DRA-H7", "DRA-E18")
 def test_two_claims_sharing_a_device_prepare_and_unprepare_with_their_share_ids(node, kube, dra_driver, dra_objects):
     """One device with allowMultipleAllocations and 4Gi of memory, two pods asking for 1Gi each: the
     scheduler gives both the device with different ShareIDs; the kubelet prepares each claim once, keeps
@@ -224,3 +228,54 @@ def test_two_claims_sharing_a_device_prepare_and_unprepare_with_their_share_ids(
         assert uid not in driver.prepared(), f"claim {uid} unprepared when its pod went"
     unprepares = claim_record(driver.calls("NodeUnprepareResources"))
     assert unprepares == [([uids[0]], "ok"), ([uids[1]], "ok")], "each claim unprepared once, in pod order"
+
+
+def size_request(device_class, size, count=1):
+    """`count` devices of `device_class` whose attribute size is `size`."""
+    return {"count": count, "selectors": [f'device.attributes["{device_class}"].size == "{size}"']}
+
+
+def checkpointed_devices(node, driver, uid):
+    """The device names the kubelet recorded in dra_manager_state for the claim: what the driver answered."""
+    return sorted(d.device_name for d in checkpoint_entry(node, uid).drivers[driver.config.driver_name])
+
+
+@pytest.mark.since(PARTITIONABLE_DEVICES_SINCE, "DRAPartitionableDevices is beta and on from 1.36 (KEP-4815)")
+@pytest.mark.scenario("DRA-E18")
+def test_partitions_are_allocated_only_as_far_as_their_shared_counters_allow(node, dra_driver, dra_objects):
+    """One GPU with 4Gi, published as a counter set, and three partitions drawing on it: two halves (2Gi
+    each) and the whole (4Gi). A pod asking for both halves gets them, and the kubelet prepares its claim
+    once and checkpoints both partitions the driver answered; a pod asking for the whole stays
+    unschedulable while the halves hold the counters, with the scheduler's reason, and runs on the whole
+    once the first pod is gone."""
+    half = {"gpu-0": {"memory": "2Gi"}}
+    driver = dra_driver(
+        devices=(
+            DeviceSpec("gpu-0-half-a", attributes={"size": "half"}, consumes_counters=half),
+            DeviceSpec("gpu-0-half-b", attributes={"size": "half"}, consumes_counters=half),
+            DeviceSpec("gpu-0-full", attributes={"size": "full"}, consumes_counters={"gpu-0": {"memory": "4Gi"}}),
+        ),
+        shared_counters={"gpu-0": {"memory": "4Gi"}},
+    )
+    name = driver.config.driver_name
+    halves = dra_objects.claim_pod("halves", driver, request=size_request(name, "half", count=2))
+    halves.wait_running()
+    halves_uid = halves.claim_uid()
+    assert sorted(halves.allocated_devices()) == ["gpu-0-half-a", "gpu-0-half-b"]
+    assert claim_record(driver.calls(PREPARE)) == [([halves_uid], "ok")], "prepared once"
+    assert checkpointed_devices(node, driver, halves_uid) == ["gpu-0-half-a", "gpu-0-half-b"], "both halves"
+
+    whole = dra_objects.claim_pod("whole", driver, request=size_request(name, "full"))
+    message = whole.wait_unschedulable()
+    assert "cannot allocate all claims" in message, f"the scheduler's message: {message}"
+    assert whole.allocated_devices() == [], "the whole GPU was allocated while its halves hold the counters"
+    assert claim_record(driver.calls(PREPARE)) == [([halves_uid], "ok")], "only the halves' claim prepared"
+
+    halves.delete()
+    halves.wait_gone(timeout=timeouts.UNPREPARE)
+    whole.wait_running()
+    whole_uid = whole.claim_uid()
+    assert whole.allocated_devices() == ["gpu-0-full"]
+    assert claim_record(driver.calls(PREPARE)) == [([halves_uid], "ok"), ([whole_uid], "ok")], "each claim once"
+    assert sorted(driver.prepared()) == [whole_uid], "the halves' claim unprepared, the whole's prepared"
+    assert checkpointed_devices(node, driver, whole_uid) == ["gpu-0-full"]

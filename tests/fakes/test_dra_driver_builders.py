@@ -1,5 +1,6 @@
 """Pure parts of the fake DRA driver: ResourceSlice/DeviceClass bodies, config, CDI specs, claim results."""
 
+import copy
 import json
 
 import pytest
@@ -10,6 +11,7 @@ from device_conformance.fakes.dra_driver.claims import results_from_claim
 from device_conformance.fakes.dra_driver.config import DeviceSpec, DriverConfig
 from device_conformance.fakes.dra_driver.resourceslices import (
     build_device_class,
+    build_pool_slices,
     build_resource_slice,
     device_attribute,
     same_content,
@@ -190,3 +192,87 @@ def test_resource_slice_marks_a_shareable_device_and_only_it():
     )
     devices = body["spec"]["devices"]
     assert [d.get("allowMultipleAllocations") for d in devices] == [True, None]
+
+
+def test_rolling_update_instance_gets_sockets_of_its_own():
+    cfg = DriverConfig(driver_name="dra.example.com", node_name="n", registry_dir="/r", plugin_dir="/p", instance="new")
+    assert (cfg.registration_socket, cfg.service_socket, cfg.endpoint) == (
+        "/r/dra.example.com-new-reg.sock",
+        "/p/dra-new.sock",
+        "/p/dra-new.sock",
+    )
+
+
+PARTITIONS = [
+    DeviceSpec("gpu-0-half-a", consumes_counters={"gpu-0": {"memory": "2Gi"}}),
+    DeviceSpec("gpu-0-full", consumes_counters={"gpu-0": {"memory": "4Gi"}}),
+]
+
+
+def _pool(api_version="resource.k8s.io/v1", counters=None, devices=PARTITIONS):
+    return build_pool_slices(
+        driver="dra.example.com",
+        node_name="node-1",
+        pool="node-1",
+        generation=3,
+        devices=list(devices),
+        api_version=api_version,
+        shared_counters={"gpu-0": {"memory": "4Gi"}} if counters is None else counters,
+    )
+
+
+def _consumes(memory):
+    return [{"counterSet": "gpu-0", "counters": {"memory": {"value": memory}}}]
+
+
+def test_pool_with_shared_counters_is_two_slices_one_with_devices_one_with_counters():
+    devices, counters = _pool()
+    assert [s["metadata"]["name"] for s in (devices, counters)] == [
+        "node-1-dra.example.com",
+        "node-1-dra.example.com-counters",
+    ]
+    assert (
+        devices["spec"]["pool"]
+        == counters["spec"]["pool"]
+        == {
+            "name": "node-1",
+            "generation": 3,
+            "resourceSliceCount": 2,
+        }
+    )
+    assert devices["spec"]["devices"] == [
+        {"name": "gpu-0-half-a", "consumesCounters": _consumes("2Gi")},
+        {"name": "gpu-0-full", "consumesCounters": _consumes("4Gi")},
+    ]
+    assert "sharedCounters" not in devices["spec"]
+    assert counters["spec"] == {
+        "driver": "dra.example.com",
+        "pool": {"name": "node-1", "generation": 3, "resourceSliceCount": 2},
+        "nodeName": "node-1",
+        "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "4Gi"}}}],
+    }
+
+
+def test_pool_without_shared_counters_is_the_one_device_slice():
+    (only,) = _pool(counters={}, devices=[DeviceSpec("dev-0")])
+    assert only["spec"]["pool"]["resourceSliceCount"] == 1
+    assert only["spec"]["devices"] == [{"name": "dev-0"}]
+
+
+def test_consumed_counters_sit_in_basic_for_v1beta1():
+    devices, _ = _pool(api_version="resource.k8s.io/v1beta1")
+    assert devices["spec"]["devices"][0] == {"name": "gpu-0-half-a", "basic": {"consumesCounters": _consumes("2Gi")}}
+
+
+def test_same_content_sees_counter_changes_and_optionally_the_generation():
+    devices, counters = _pool()
+    other_devices, other_counters = _pool(
+        counters={"gpu-0": {"memory": "8Gi"}},
+        devices=[DeviceSpec("gpu-0-half-a", consumes_counters={"gpu-0": {"memory": "1Gi"}}), PARTITIONS[1]],
+    )
+    assert not same_content(counters, other_counters)
+    assert not same_content(devices, other_devices)
+    later = copy.deepcopy(counters)
+    later["spec"]["pool"]["generation"] = 4
+    assert same_content(later, counters)
+    assert not same_content(later, counters, with_generation=True)

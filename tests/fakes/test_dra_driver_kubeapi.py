@@ -154,3 +154,45 @@ def test_driver_republishes_owned_slice_when_taints_change(api, tmp_path):
     assert stored["metadata"]["ownerReferences"][0]["uid"] == "node-uid"
     assert stored["spec"]["devices"][0]["taints"] == [{"key": "example.com/bad", "effect": "NoExecute"}]
     driver.shutdown()
+
+
+def test_driver_keeps_both_slices_of_a_partitioned_pool_at_one_generation(api, tmp_path):
+    """Only the device slice changes: it is bumped, and the counter slice follows to the same generation
+    (consumers ignore slices of a lower generation than the pool's highest)."""
+    from device_conformance.fakes.dra_driver.driver import Driver
+
+    class FakeCore:
+        def read_node(self, name, **_):
+            return client.V1Node(metadata=client.V1ObjectMeta(name=name, uid="node-uid"))
+
+    api._core = FakeCore()
+    partition = DeviceSpec("gpu-0-half-a", consumes_counters={"gpu-0": {"memory": "2Gi"}})
+    driver = Driver(
+        DriverConfig(
+            driver_name="dra.example.com",
+            node_name="node-1",
+            registry_dir=str(tmp_path),
+            plugin_dir=str(tmp_path),
+            devices=[partition],
+            shared_counters={"gpu-0": {"memory": "4Gi"}},
+            control_socket=str(tmp_path / "c.sock"),
+            call_log=str(tmp_path / "calls.jsonl"),
+        )
+    )
+    driver.slices.kube = api
+
+    first = driver.publish_slices()
+    again = driver.publish_slices()
+    second = driver.set_taints("gpu-0-half-a", [{"key": "example.com/bad", "effect": "NoSchedule"}])
+
+    names = ["node-1-dra.example.com", "node-1-dra.example.com-counters"]
+    assert (first["names"], first["generation"], again["generation"], second["generation"]) == (names, 1, 1, 2)
+    stored = [api._custom.objects["resourceslices", name] for name in names]
+    assert [s["spec"]["pool"]["generation"] for s in stored] == [2, 2]
+    assert [(verb, name) for verb, (_, name) in api._custom.writes] == [
+        ("create", names[0]),
+        ("create", names[1]),
+        ("replace", names[0]),  # the taint: bumped to 2
+        ("replace", names[1]),  # unchanged content, brought to generation 2
+    ]
+    driver.shutdown()

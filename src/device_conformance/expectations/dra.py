@@ -61,6 +61,31 @@ def has_none_taint_effect(version: KubeVersion) -> bool:
     return version.at_least(FIRST_NONE_TAINT_EFFECT_MINOR)
 
 
+# Seamless DRA driver updates (kubernetes#129832, in 1.33): the kubelet keeps several
+# registrations of one driver (a rolling update's second instance on sockets of its own, the kubeletplugin
+# helper's RollingUpdate option from k8s.io/dynamic-resource-allocation v0.33) and wipes the driver's
+# ResourceSlices only after its last plugin has been gone for the wiping delay. Upstream runs its "rolling
+# update", "failed update" and "sequential update" e2e tests with KubeletMinVersion 1.33 (test/e2e/dra/dra.go:
+# "Seamless upgrade support was added in Kubernetes 1.33").
+FIRST_SEAMLESS_DRIVER_UPDATE_MINOR = 33
+
+
+# The kubelet's dra_resource_claims_in_use gauge (per driver_name and "<any>"): kubernetes#131641, opened
+# 2025-05-07 after the 1.33.0 release and merged for 1.34 (inferred from the PR's dates; the metric is in
+# module source v1.37.1 pkg/kubelet/metrics/metrics.go).
+FIRST_CLAIMS_IN_USE_METRIC_MINOR = 34
+
+
+# Partitionable devices (KEP-4815): ResourceSlice sharedCounters and Device consumesCounters, gate
+# DRAPartitionableDevices, alpha and off from 1.33, beta and on by default from 1.36 (module source v1.37.1
+# pkg/features/kube_features.go). From 1.35 a slice holds either devices or sharedCounters, never both
+# (KEP update kubernetes/enhancements#5515; "only one of `sharedCounters` or `devices` is allowed",
+# kubernetes-sigs/dra-driver-nvidia-gpu#859; k8s.io/api v0.37.1 resource/v1/types.go ResourceSliceSpec), so
+# the fake driver publishes them apart. expectations/cluster.py does not turn the alpha gate on, so the
+# suite checks partitions from 1.36.
+PARTITIONABLE_DEVICES_SINCE = "1.36"
+
+
 # Device health in containerStatuses[].allocatedResourcesStatus (KEP-4680): gate ResourceHealthStatus, alpha
 # and off from 1.31, beta and on by default from 1.36 (module source v1.36.4 pkg/features/kube_features.go).
 # expectations/cluster.py does not turn the alpha gate on, so the suite checks it from 1.36.

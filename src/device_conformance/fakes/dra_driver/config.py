@@ -57,6 +57,9 @@ class DeviceSpec:
     {"version": "1.2.3"}. capacity: name -> quantity string. taints: DeviceTaint dicts
     ({"key", "value", "effect", optional "timeAdded"}). allow_multiple_allocations: the device can be
     allocated to several claims at once (consumable capacity, DRAConsumableCapacity, 1.34+).
+    consumes_counters: counter set -> counter -> quantity this device takes from the driver's shared counters
+    (DriverConfig.shared_counters) while it is allocated: a partition of a partitionable device
+    (KEP-4815, DRAPartitionableDevices, beta and on from 1.36).
     """
 
     name: str
@@ -64,6 +67,7 @@ class DeviceSpec:
     capacity: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
     allow_multiple_allocations: bool = False
+    consumes_counters: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | DeviceSpec) -> DeviceSpec:
@@ -75,7 +79,23 @@ class DeviceSpec:
             capacity={k: str(v) for k, v in (data.get("capacity") or {}).items()},
             taints=[dict(t) for t in data.get("taints") or []],
             allow_multiple_allocations=bool(data.get("allow_multiple_allocations")),
+            consumes_counters={
+                counter_set: {k: str(v) for k, v in counters.items()}
+                for counter_set, counters in (data.get("consumes_counters") or {}).items()
+            },
         )
+
+
+def registration_socket_name(driver_name: str, instance: str = "") -> str:
+    """<driver>-reg.sock, or <driver>-<instance>-reg.sock for a rolling-update instance: the kubeletplugin
+    helper's names with RollingUpdate(podUID) (k8s.io/dynamic-resource-allocation v0.37.1
+    kubeletplugin/draplugin.go, RollingUpdateRegistrarSocketFile and the option defaults)."""
+    return f"{driver_name}-{instance}-reg.sock" if instance else f"{driver_name}-reg.sock"
+
+
+def service_socket_name(instance: str = "") -> str:
+    """dra.sock, or dra-<instance>.sock for a rolling-update instance (same source)."""
+    return f"dra-{instance}.sock" if instance else "dra.sock"
 
 
 @dataclass
@@ -92,6 +112,14 @@ class DriverConfig:
     services: list[str] = field(default_factory=lambda: list(DEFAULT_SERVICES))
     health_service: bool = False
     devices: list[DeviceSpec] = field(default_factory=list)
+    # counter set -> counter -> quantity, published in a ResourceSlice of their own (sharedCounters and
+    # devices never share a slice: k8s.io/api v0.37.1 resource/v1/types.go ResourceSliceSpec); the
+    # devices' consumes_counters draw on them.
+    shared_counters: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Rolling-update instance (k8s.io/dynamic-resource-allocation kubeletplugin RollingUpdate): a non-empty
+    # instance gives the sockets names of their own, <driver>-<instance>-reg.sock and dra-<instance>.sock, so
+    # two processes of one driver can be registered with the kubelet at once (1.33+).
+    instance: str = ""
     pool_name: str = ""  # empty = node_name
     kubeconfig: str | None = None  # None = no API calls at all (unit tests)
     resource_api_version: str = "resource.k8s.io/v1"
@@ -107,6 +135,9 @@ class DriverConfig:
 
     def __post_init__(self) -> None:
         self.devices = [DeviceSpec.from_dict(d) for d in self.devices]
+        self.shared_counters = {
+            name: {k: str(v) for k, v in counters.items()} for name, counters in self.shared_counters.items()
+        }
         self.services = list(self.services)
         self.defects = list(self.defects)
 
@@ -117,11 +148,11 @@ class DriverConfig:
 
     @property
     def registration_socket(self) -> str:
-        return os.path.join(self.registry_dir, f"{self.driver_name}-reg.sock")
+        return os.path.join(self.registry_dir, registration_socket_name(self.driver_name, self.instance))
 
     @property
     def service_socket(self) -> str:
-        return os.path.join(self.plugin_dir, "dra.sock")
+        return os.path.join(self.plugin_dir, service_socket_name(self.instance))
 
     @property
     def endpoint(self) -> str:

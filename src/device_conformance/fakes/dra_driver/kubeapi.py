@@ -55,8 +55,11 @@ class KubeApi:
             raise
         return node.metadata.uid
 
-    def publish_slice(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Create the slice, or replace it with a bumped generation when its content differs."""
+    def publish_slice(self, body: dict[str, Any], *, exact_generation: bool = False) -> dict[str, Any]:
+        """Create the slice, or replace it with a bumped generation when its content differs.
+
+        exact_generation: the slice must carry body's generation (a pool of several slices brought to one
+        generation): a different generation counts as a change, and is replaced by body's, not bumped."""
         for attempt in Retrying(
             stop=stop_after_attempt(5),
             wait=wait_exponential(multiplier=0.2, max=2),
@@ -64,10 +67,10 @@ class KubeApi:
             reraise=True,
         ):
             with attempt:
-                return self._publish_once(body)
+                return self._publish_once(body, exact_generation)
         raise AssertionError("unreachable")  # Retrying either returns or re-raises
 
-    def _publish_once(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _publish_once(self, body: dict[str, Any], exact_generation: bool = False) -> dict[str, Any]:
         name = body["metadata"]["name"]
         try:
             existing = self._custom.get_cluster_custom_object(
@@ -79,11 +82,12 @@ class KubeApi:
             return self._custom.create_cluster_custom_object(
                 GROUP, self.version, "resourceslices", body, _request_timeout=REQUEST_TIMEOUT
             )
-        if same_content(existing, body):
+        if same_content(existing, body, with_generation=exact_generation):
             return existing  # unchanged: a restart must leave the slice byte-identical
         body = copy.deepcopy(body)
         pool = body["spec"]["pool"]
-        pool["generation"] = max(pool["generation"], existing["spec"]["pool"].get("generation", 0) + 1)
+        if not exact_generation:
+            pool["generation"] = max(pool["generation"], existing["spec"]["pool"].get("generation", 0) + 1)
         body["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
         return self._custom.replace_cluster_custom_object(
             GROUP, self.version, "resourceslices", name, body, _request_timeout=REQUEST_TIMEOUT

@@ -12,7 +12,7 @@ from typing import Any
 from device_conformance.errors import BadInput
 from device_conformance.fakes.dra_driver.config import DeviceSpec, DriverConfig
 from device_conformance.fakes.dra_driver.kubeapi import KubeApi
-from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
+from device_conformance.fakes.dra_driver.resourceslices import build_pool_slices
 
 
 class SlicePublisher:
@@ -58,10 +58,11 @@ class SlicePublisher:
             result: dict[str, Any] = {"published": False, "error": None}
             if self.kube is not None:
                 try:
-                    published = self.kube.publish_slice(self._body(self.kube, generation, devices))
+                    published = self._publish_pool(self.kube, generation, devices)
                     # The server may hold a higher generation (a predecessor's): continue from there.
-                    generation = published["spec"]["pool"]["generation"]
-                    result = {"published": True, "error": None, "name": published["metadata"]["name"]}
+                    generation = published[0]["spec"]["pool"]["generation"]
+                    names = [p["metadata"]["name"] for p in published]
+                    result = {"published": True, "error": None, "name": names[0], "names": names}
                 except Exception as exc:  # the gRPC side keeps serving; tests read the error from status()
                     traceback.print_exc(file=sys.stderr)
                     result["error"] = repr(exc)
@@ -71,13 +72,25 @@ class SlicePublisher:
                 self._last = {**result, "attempts": attempts}
                 return dict(self._last, generation=generation)
 
-    def _body(self, kube: KubeApi, generation: int, devices: list[DeviceSpec]) -> dict[str, Any]:
-        return build_resource_slice(
+    def _publish_pool(self, kube: KubeApi, generation: int, devices: list[DeviceSpec]) -> list[dict[str, Any]]:
+        """Every slice of the pool, at one generation: consumers use only the slices of a pool's highest
+        generation (ResourcePool.generation, k8s.io/api v0.37.1 resource/v1/types.go)."""
+        node_uid = kube.node_uid(self._config.node_name)
+        published = [kube.publish_slice(body) for body in self._bodies(generation, devices, node_uid)]
+        generations = {p["spec"]["pool"]["generation"] for p in published}
+        if len(generations) > 1:  # one slice changed (bumped) and another did not: bring all to the highest
+            bodies = self._bodies(max(generations), devices, node_uid)
+            published = [kube.publish_slice(body, exact_generation=True) for body in bodies]
+        return published
+
+    def _bodies(self, generation: int, devices: list[DeviceSpec], node_uid: str | None) -> list[dict[str, Any]]:
+        return build_pool_slices(
             driver=self._config.driver_name,
             node_name=self._config.node_name,
             pool=self._config.pool,
             generation=generation,
             devices=devices,
             api_version=self._config.resource_api_version,
-            node_uid=kube.node_uid(self._config.node_name),
+            node_uid=node_uid,
+            shared_counters=self._config.shared_counters,
         )

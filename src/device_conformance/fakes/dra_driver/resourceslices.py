@@ -31,6 +31,15 @@ def slice_name(node_name: str, driver_name: str) -> str:
     return name[:253]
 
 
+def counter_slice_name(node_name: str, driver_name: str) -> str:
+    """The pool's second slice, holding only its sharedCounters."""
+    return f"{slice_name(node_name, driver_name)[:244]}-counters"
+
+
+def _quantities(values: dict[str, str]) -> dict[str, dict[str, str]]:
+    return {k: {"value": v} for k, v in values.items()}
+
+
 def device_attribute(value: Any) -> dict[str, Any]:
     if isinstance(value, bool):  # before int: bool is an int in Python
         return {"bool": value}
@@ -56,6 +65,10 @@ def build_device(spec: DeviceSpec, api_version: str) -> dict[str, Any]:
         body["taints"] = [dict(t) for t in spec.taints]
     if spec.allow_multiple_allocations:  # left out when false, like taints
         body["allowMultipleAllocations"] = True
+    if spec.consumes_counters:  # DRAPartitionableDevices; in `basic` for v1beta1 like the other fields
+        body["consumesCounters"] = [
+            {"counterSet": name, "counters": _quantities(counters)} for name, counters in spec.consumes_counters.items()
+        ]
     if version in _BASIC_SHAPE_VERSIONS:
         return {"name": spec.name, "basic": body}
     return {"name": spec.name, **body}
@@ -70,10 +83,59 @@ def build_resource_slice(
     devices: Sequence[DeviceSpec],
     api_version: str,
     node_uid: str | None = None,
+    slice_count: int = 1,
 ) -> dict[str, Any]:
-    """One slice for the whole pool, owned by the Node like the upstream kubeletplugin helper does."""
+    """The pool's device slice (the whole pool unless it has shared counters), owned by the Node like the
+    upstream kubeletplugin helper does."""
+    body = _slice_shell(slice_name(node_name, driver), driver, node_name, pool, generation, api_version, node_uid)
+    body["spec"]["pool"]["resourceSliceCount"] = slice_count
+    body["spec"]["devices"] = [build_device(d, api_version) for d in devices]
+    return body
+
+
+def build_pool_slices(
+    *,
+    driver: str,
+    node_name: str,
+    pool: str,
+    generation: int,
+    devices: Sequence[DeviceSpec],
+    api_version: str,
+    node_uid: str | None = None,
+    shared_counters: dict[str, dict[str, str]] | None = None,
+) -> list[dict[str, Any]]:
+    """Every slice of the pool: the device slice, and with shared counters a second slice holding them
+    ("Only one of Devices and SharedCounters can be set in a ResourceSlice", k8s.io/api v0.37.1
+    resource/v1/types.go; validation.go refuses both in one slice), both counting resourceSliceCount 2."""
+    count = 2 if shared_counters else 1
+    slices = [
+        build_resource_slice(
+            driver=driver,
+            node_name=node_name,
+            pool=pool,
+            generation=generation,
+            devices=devices,
+            api_version=api_version,
+            node_uid=node_uid,
+            slice_count=count,
+        )
+    ]
+    if shared_counters:
+        name = counter_slice_name(node_name, driver)
+        counters = _slice_shell(name, driver, node_name, pool, generation, api_version, node_uid)
+        counters["spec"]["pool"]["resourceSliceCount"] = count
+        counters["spec"]["sharedCounters"] = [
+            {"name": set_name, "counters": _quantities(values)} for set_name, values in shared_counters.items()
+        ]
+        slices.append(counters)
+    return slices
+
+
+def _slice_shell(
+    name: str, driver: str, node_name: str, pool: str, generation: int, api_version: str, node_uid: str | None
+) -> dict[str, Any]:
     split_api_version(api_version)
-    metadata: dict[str, Any] = {"name": slice_name(node_name, driver)}
+    metadata: dict[str, Any] = {"name": name}
     if node_uid:
         metadata["ownerReferences"] = [
             {"apiVersion": "v1", "kind": "Node", "name": node_name, "uid": node_uid, "controller": True}
@@ -86,7 +148,6 @@ def build_resource_slice(
             "driver": driver,
             "pool": {"name": pool, "generation": generation, "resourceSliceCount": 1},
             "nodeName": node_name,
-            "devices": [build_device(d, api_version) for d in devices],
         },
     }
 
@@ -104,9 +165,14 @@ def build_device_class(
     }
 
 
-def same_content(existing: dict[str, Any], desired: dict[str, Any]) -> bool:
-    """True when the published slice already says what we want (generation and server defaults aside)."""
-    return _projection(existing.get("spec") or {}) == _projection(desired["spec"])
+def same_content(existing: dict[str, Any], desired: dict[str, Any], *, with_generation: bool = False) -> bool:
+    """True when the published slice already says what we want (server defaults aside; the pool generation
+    too unless with_generation)."""
+    same = _projection(existing.get("spec") or {}) == _projection(desired["spec"])
+    if not with_generation:
+        return same
+    generation = (existing.get("spec") or {}).get("pool", {}).get("generation")
+    return same and generation == desired["spec"]["pool"]["generation"]
 
 
 def _projection(spec: dict[str, Any]) -> dict[str, Any]:
@@ -120,6 +186,9 @@ def _projection(spec: dict[str, Any]) -> dict[str, Any]:
                 "attributes": body.get("attributes") or {},
                 "capacity": {k: (v or {}).get("value") for k, v in (body.get("capacity") or {}).items()},
                 "taints": [(t.get("key"), t.get("value"), t.get("effect")) for t in body.get("taints") or []],
+                "consumesCounters": [
+                    (c.get("counterSet"), _values(c.get("counters"))) for c in body.get("consumesCounters") or []
+                ],
             }
         )
     pool = spec.get("pool") or {}
@@ -128,4 +197,9 @@ def _projection(spec: dict[str, Any]) -> dict[str, Any]:
         "nodeName": spec.get("nodeName"),
         "pool": (pool.get("name"), pool.get("resourceSliceCount")),
         "devices": devices,
+        "sharedCounters": [(c.get("name"), _values(c.get("counters"))) for c in spec.get("sharedCounters") or []],
     }
+
+
+def _values(counters: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: (v or {}).get("value") for k, v in (counters or {}).items()}
