@@ -10,7 +10,7 @@ import pytest
 
 from device_conformance import vendor_spec
 from device_conformance.errors import BadInput
-from device_conformance.kube import kubelet_metrics
+from device_conformance.kube import kubelet_metrics, metrics
 from device_conformance.settings import resolve
 from device_conformance.vendor_spec import DEVICE_PLUGIN, DRA_DRIVER, parse, placeholders_of, render
 
@@ -131,7 +131,7 @@ METRICS = "\n".join(
 
 
 def test_kubelet_metrics_counts(monkeypatch):
-    samples = kubelet_metrics.parse(METRICS)
+    samples = metrics.parse(METRICS)
     assert kubelet_metrics.total(samples, kubelet_metrics.DP_REGISTRATIONS, resource_name="example.com/resource") == 2
     assert kubelet_metrics.total(samples, kubelet_metrics.DP_ALLOCATE, resource_name="example.com/resource") == 3
     assert kubelet_metrics.total(samples, kubelet_metrics.DP_ALLOCATE, resource_name="none.com/x") == 0

@@ -14,11 +14,8 @@ process:
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
-
 from device_conformance.kube.client import Kube
+from device_conformance.kube.metrics import read, total
 
 DP_REGISTRATIONS = "kubelet_device_plugin_registration_total"
 DP_ALLOCATE = "kubelet_device_plugin_alloc_duration_seconds_count"
@@ -26,46 +23,6 @@ DRA_GRPC = "dra_grpc_operations_duration_seconds_count"
 # The full gRPC method names the interceptor records (staging/src/k8s.io/kubelet/pkg/apis/dra/v1/api.proto).
 DRA_PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 DRA_UNPREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
-
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)")
-_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-@dataclass(frozen=True)
-class Sample:
-    name: str
-    labels: dict[str, str]
-    value: float
-
-
-def parse(text: str) -> list[Sample]:
-    """Samples of the Prometheus text exposition format (comments and blank lines skipped)."""
-    samples = []
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if match is None:
-            continue
-        labels = {k: bytes(v, "utf-8").decode("unicode_escape") for k, v in _LABEL.findall(match.group(3) or "")}
-        samples.append(Sample(match.group(1), labels, float(match.group(4))))
-    return samples
-
-
-def total(samples: list[Sample], name: str, **labels: str) -> int:
-    """The sum of `name` over the samples whose labels include `labels` (0 when there is none)."""
-    return int(sum(s.value for s in samples if s.name == name and _matches(s.labels, labels)))
-
-
-def _matches(have: Mapping[str, str], want: Mapping[str, str]) -> bool:
-    return all(have.get(k) == v for k, v in want.items())
-
-
-def read(kube: Kube, node: str) -> list[Sample]:
-    """The kubelet's /metrics now (API server -> kubelet, as `kubectl get --raw /api/v1/nodes/N/proxy/metrics`)."""
-    # Unpreloaded: the generated client would hand back str(bytes) of a text/plain answer.
-    answer = kube.core.connect_get_node_proxy_with_path(node, "metrics", _preload_content=False, _request_timeout=15)
-    return parse(answer.data.decode())
 
 
 class KubeletCounts:
