@@ -66,7 +66,7 @@ def test_host_missing_capabilities_reads_the_status_and_cap_last_cap(tmp_path):
         ),
         (["--debug", "run", "-b=/x", "id1"], ("/x/config.json", True)),
         (["--systemd-cgroup", "run", "id1"], ("/cwd/config.json", True)),
-        (["--root", "/run/r", "exec", "--process", "/tmp/runc-process1", "--detach", "id1"], ("/tmp/runc-process1", False)),
+        (["--root", "/r", "exec", "--process", "/tmp/runc-process1", "--detach", "id1"], ("/tmp/runc-process1", False)),
         (["exec", "-p", "/tmp/p.json", "id1"], ("/tmp/p.json", False)),
         (["exec", "id1", "sh"], (None, False)),
         (["--root", "/run/r", "start", "id1"], (None, False)),
@@ -84,7 +84,7 @@ def test_create_rewrites_config_json_without_the_missing_capability(tmp_path):
     assert removed == ["CAP_SYS_RESOURCE"]
     spec = json.loads((tmp_path / "config.json").read_text())
     want = [cap for cap in PRIVILEGED if cap != "CAP_SYS_RESOURCE"]
-    assert spec["process"]["capabilities"] == {"bounding": want, "effective": want, "inheritable": want, "permitted": want}
+    assert spec["process"]["capabilities"] == dict.fromkeys(("bounding", "effective", "inheritable", "permitted"), want)
     # Everything else is left as it was.
     assert spec["process"]["args"] == ["/bin/busybox", "sleep", "600"]
     assert spec["linux"] == {"namespaces": [{"type": "mount"}]}
@@ -103,7 +103,8 @@ def test_exec_rewrites_the_process_file(tmp_path):
     process = oci_spec(PRIVILEGED)["process"]
     process["capabilities"]["ambient"] = ["CAP_SYS_RESOURCE", "CAP_NET_ADMIN"]
     (tmp_path / "process.json").write_text(json.dumps(process))
-    assert capwrap.rewrite(str(tmp_path / "process.json"), False, frozenset({"CAP_SYS_RESOURCE"})) == ["CAP_SYS_RESOURCE"]
+    removed = capwrap.rewrite(str(tmp_path / "process.json"), False, frozenset({"CAP_SYS_RESOURCE"}))
+    assert removed == ["CAP_SYS_RESOURCE"]
     written = json.loads((tmp_path / "process.json").read_text())
     assert written["capabilities"]["ambient"] == ["CAP_NET_ADMIN"]
     assert "CAP_SYS_RESOURCE" not in written["capabilities"]["effective"]
@@ -117,7 +118,8 @@ def run_wrapper(tmp_path: Path, argv: list[str]) -> tuple[list[str], dict]:
     fake_runc.write_text(
         f"#!{sys.executable}\nimport json, sys\n"
         "args = sys.argv[1:]\n"
-        "path = args[args.index('--bundle') + 1] + '/config.json' if '--bundle' in args else args[args.index('--process') + 1]\n"
+        "bundle = '--bundle' in args\n"
+        "path = args[args.index('--bundle') + 1] + '/config.json' if bundle else args[args.index('--process') + 1]\n"
         f"json.dump({{'argv': sys.argv, 'spec': json.load(open(path))}}, open({str(record)!r}, 'w'))\n"
     )
     fake_runc.chmod(0o755)
