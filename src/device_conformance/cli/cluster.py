@@ -151,4 +151,10 @@ def _cleanup(_: argparse.Namespace) -> int:
 
     cleaned = clean_leftovers(print)
     print(f"cleaned {len(cleaned)} run(s)")
+    from device_conformance.providers.kind.dockerd import PrivateDockerd
+
+    # Private Docker engines of kind sessions that were killed before they could stop them.
+    engines = PrivateDockerd.cleanup_stale(print)
+    if engines:
+        print(f"stopped {len(engines)} private dockerd(s) left by killed kind sessions")
     return 0

@@ -100,10 +100,14 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _cleanup(_: argparse.Namespace) -> int:
+    from device_conformance.dockercli import Docker
+    from device_conformance.providers.kind.dockerd import PrivateDockerd
     from device_conformance.providers.kind.provider import KindProvider
 
+    # A killed session's private dockerd goes first, its clusters with it; their host directories follow.
+    PrivateDockerd.cleanup_stale(print)
     provider = KindProvider(DEFAULT_K8S_VERSION)
-    provider.cli = _cli()
+    provider.cli = _cli() if Docker().answers() is None else None
     cleaned = provider.clean_orphans()
     print(f"cleaned {len(cleaned)} kind cluster(s)")
     return 0
