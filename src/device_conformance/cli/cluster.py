@@ -60,7 +60,8 @@ def _setup(args: argparse.Namespace) -> int:
     if settings.provider.value == "kind":
         from device_conformance.providers.kind.setup import setup_kind
 
-        return setup_kind(version, install_packages=not args.no_packages)
+        chosen = settings.kind_image.value if settings.kind_image.source.kind != "default" else None
+        return setup_kind(version, install_packages=not args.no_packages, image=chosen)
     if settings.provider.value == "existing":
         # As `make setup PROVIDER=existing`: the cluster is there already (also when auto picked it).
         print(f"provider existing ({settings.provider.source}): nothing to set up")

@@ -12,6 +12,7 @@ inotify headroom for N clusters are reported here, once, as a usage error naming
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 from types import FrameType
@@ -19,7 +20,8 @@ from types import FrameType
 import pytest
 
 from device_conformance.errors import BadInput, ConformanceError
-from device_conformance.fixtures.session import say, session_settings
+from device_conformance.fixtures.session import SETTINGS, say, session_settings
+from device_conformance.settings import Setting, Settings, Source
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -44,6 +46,24 @@ def _own_engine(config: pytest.Config) -> None:
             signal.signal(signal.SIGTERM, previous_term)
 
     config.add_cleanup(stop)
+
+
+def _use_image(config: pytest.Config, settings: Settings, image: str) -> Settings:
+    """Run the session (and its xdist workers, through the environment) on `image` instead of the default."""
+    previous = os.environ.get("KIND_NODE_IMAGE")
+    os.environ["KIND_NODE_IMAGE"] = image
+
+    def restore() -> None:
+        if previous is None:
+            os.environ.pop("KIND_NODE_IMAGE", None)
+        else:
+            os.environ["KIND_NODE_IMAGE"] = previous
+
+    config.add_cleanup(restore)
+    note = f"our build: {settings.kind_image.value} is not in the Docker engine"
+    changed = dataclasses.replace(settings, kind_image=Setting(image, Source("default", note=note)))
+    config.stash[SETTINGS] = changed
+    return changed
 
 
 @pytest.hookimpl(trylast=True)
@@ -82,13 +102,15 @@ def pytest_configure(config: pytest.Config) -> None:
             raise
         check(need_image=False)  # kind and the engine before a node image is built for nothing
         if not reuse:
-            ensure_node_image(
+            image = ensure_node_image(
                 Docker(),
                 settings.k8s_version.value,
                 settings.kind_image.value,
                 ours=settings.kind_image.source.kind == "default",
                 log=lambda message: say(config, message),
             )
+            if image != settings.kind_image.value:
+                settings = _use_image(config, settings, image)
         check(need_image=not reuse)
     except ConformanceError as exc:
         raise pytest.UsageError(f"--provider kind cannot run here:\n{exc}") from None

@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 from device_conformance.dockercli import Docker
 from device_conformance.errors import BadInput
@@ -20,8 +21,10 @@ from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind.dockerd import PrivateDockerd
 
 Log = Callable[[str], None]
-# The other half of issue 11: `device-conformance kind build-node-image` (toolchain/nodeimage/).
-NODE_IMAGE_BUILDER = "device_conformance.toolchain.nodeimage.build"
+# The other half of issue 11: `device-conformance kind build-node-image` (toolchain/nodeimage/, branch kind-image).
+NODE_IMAGE_BUILDER = "device_conformance.toolchain.nodeimage.assemble"
+# The name our builds get when the builder is missing (assemble.default_name(); kept in step with it).
+OWN_IMAGE_NAME = "device-conformance.local/kind-node:{tag}"
 
 
 def private_engine_possible() -> str | None:
@@ -64,7 +67,7 @@ def release_engine(engine: PrivateDockerd | None, previous_host: str | None) -> 
             os.environ["DOCKER_HOST"] = previous_host
 
 
-def _builder() -> object:
+def _builder() -> ModuleType:
     try:
         return importlib.import_module(NODE_IMAGE_BUILDER)
     except ModuleNotFoundError as exc:
@@ -78,23 +81,33 @@ def _builder() -> object:
         raise
 
 
+def own_image_name(version: KubeVersion) -> str:
+    """What our build of `version` is called: not kindest/node, a published name (kind pins its digests)."""
+    try:
+        return str(_builder().default_name(version))
+    except BadInput:
+        return OWN_IMAGE_NAME.format(tag=version.tag)
+
+
 def build_node_image(version: KubeVersion, log: Log = print) -> tuple[str, Path]:
     """Our node image for `version` (built when its inputs changed): its name and `docker load` tarball."""
-    builder = _builder()
-    built = builder.ensure_node_image(version, progress=log)  # type: ignore[attr-defined]
+    built = _builder().build_node_image(version, progress=log)
     return str(built.name), Path(built.tarball)
 
 
-def ensure_node_image(docker: Docker, version: KubeVersion, image: str, *, ours: bool, log: Log = print) -> bool:
-    """Make `image` present in `docker`: loaded from our build when it is missing and `ours` (the default
-    name for the version, not one the user chose). Returns whether it loaded anything.
+def ensure_node_image(docker: Docker, version: KubeVersion, image: str, *, ours: bool, log: Log = print) -> str:
+    """The node image the session runs, present in `docker`.
 
-    A user-chosen image that is missing is left to preflight, which says how to get it."""
+    `image` when the engine has it, or when the user chose it (`ours` False: a missing one is left to
+    preflight, which says how to get it). Otherwise the default, published image is missing: our build
+    of `version` is used instead, loaded from its tarball unless the engine has it already."""
     if not ours or docker.image_present(image):
-        return False
+        return image
+    own = own_image_name(version)
+    if docker.image_present(own):
+        log(f"{image} is not in the Docker engine: using our build {own}, which is")
+        return own
     name, tarball = build_node_image(version, log)
-    log(f"loading the node image {name} into the Docker engine ({tarball})")
+    log(f"{image} is not in the Docker engine: loading our build {name} ({tarball})")
     docker.run(["load", "-i", str(tarball)], timeout=1200)
-    if name != image:
-        docker.run(["tag", name, image], timeout=60)
-    return True
+    return name

@@ -33,14 +33,14 @@ def setup_kind(version: KubeVersion, *, install_packages: bool = True, image: st
         print(f"image {built.name}: {built.tarball}")
     answers = docker.answers() is None
     node_image = image or default_node_image(version)
-    if answers and docker.image_present(node_image):
-        print(f"node image {node_image}: in the Docker engine")
+    if answers:
+        # The default, published image when the engine has it; else our build, loaded into it.
+        used = engine.ensure_node_image(docker, version, node_image, ours=image is None)
+        if docker.image_present(used):
+            print(f"node image {used}: in the Docker engine")
     elif image is None:
-        # Ours to build: the default name for the version (a user-chosen image is theirs to provide).
         name, tarball = engine.build_node_image(version)
-        print(f"node image {name}: {tarball}")
-        if answers:
-            engine.ensure_node_image(docker, version, node_image, ours=True)
+        print(f"node image {name}: {tarball} (loaded into the session's private dockerd)")
     if not answers:
         why_not = engine.private_engine_possible()
         if why_not is None:
@@ -55,6 +55,6 @@ def setup_kind(version: KubeVersion, *, install_packages: bool = True, image: st
         )
     if (limits := preflight.inotify_problem()) is not None:
         print(f"still needed: {limits}")
-    if answers and (missing_image := preflight.node_image_problem(docker, node_image)) is not None:
+    if answers and image is not None and (missing_image := preflight.node_image_problem(docker, image)) is not None:
         print(f"still needed: {missing_image}")
     return 0
