@@ -138,3 +138,25 @@ def test_kind_rejects_a_broken_config_with_its_own_message(validator, tmp_path):
     bad.write_text(header + "nodes:\n- role: worker\n")
     with pytest.raises(BadInput, match="must have at least one control-plane node"):
         validator.check(bad, "v1.37.1")
+
+
+def test_a_host_without_cap_sys_resource_gets_restrict_oom_score_adj(layout):
+    """These VMs: runc in a node cannot lower oom_score_adj without CAP_SYS_RESOURCE (config.py)."""
+    version = KubeVersion.parse("1.37.1")
+    plain = config.render(version, layout, "img", host_lacks=["CAP_SYS_TIME"])
+    assert not any("restrict_oom_score_adj" in patch for patch in plain["containerdConfigPatches"])
+    reduced = config.render(version, layout, "img", host_lacks=["CAP_SYS_RESOURCE"])
+    assert reduced["containerdConfigPatches"] == [
+        *plain["containerdConfigPatches"],
+        '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true',
+    ]
+
+
+@pytest.mark.kind
+def test_kind_merges_restrict_oom_score_adj_into_the_nodes_containerd_config(validator, layout):
+    version = KubeVersion.parse("1.37.1")
+    rendered = config.render(version, layout, "kindest/node:v1.37.1", host_lacks=["CAP_SYS_RESOURCE"])
+    view = validator.check(config.write(rendered, layout.config_file), version.tag)
+    cri = view.containerd.split('[plugins."io.containerd.grpc.v1.cri"]', 1)[1].split("\n[", 1)[0]
+    assert "enable_cdi = true" in cri
+    assert "restrict_oom_score_adj = true" in cri

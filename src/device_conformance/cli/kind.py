@@ -42,8 +42,14 @@ def _render(args: argparse.Namespace) -> int:
     )
     version = settings.k8s_version.value
     layout = KindLayout.for_cluster(args.name)
+    from device_conformance.providers.kind.dockerd import host_missing_capabilities
+
     rendered = config.render(
-        version, layout, settings.kind_image.value, settings.kind_profile.value or config.DEFAULT_PROFILE
+        version,
+        layout,
+        settings.kind_image.value,
+        settings.kind_profile.value or config.DEFAULT_PROFILE,
+        host_lacks=host_missing_capabilities(),
     )
     for index in range(len(rendered["nodes"])):
         for host_dir in layout.node_mounts(index).values():

@@ -6,6 +6,7 @@ data the local provider's flags come from; nothing version-dependent is written 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -17,6 +18,12 @@ from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind.layout import KindLayout
 
 DEFAULT_PROFILE = "single-node"
+# Where the host's capability bounding set lacks CAP_SYS_RESOURCE (these VMs; dockerd.py's runc wrapper
+# drops it from the nodes), runc in the node cannot lower a pod's oom_score_adj below its own to the
+# value the kubelet asks (pkg/kubelet/qos/policy.go: -997 for Guaranteed and node-critical pods), and
+# every sandbox fails with "can't get final child's PID from pipe: EOF". containerd's CRI option restrict_oom_score_adj (docs/cri/config.md in
+# containerd; what kind sets for rootless nodes) clamps the score at containerd's own instead.
+RESTRICT_OOM_SCORE_ADJ = '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true'
 
 
 def profiles() -> list[str]:
@@ -47,9 +54,20 @@ def kubelet_patch(settings: ComponentSettings) -> str | None:
     return yaml.safe_dump({"kind": "KubeletConfiguration", **settings.kubelet_config}, sort_keys=True)
 
 
-def render(version: KubeVersion, layout: KindLayout, image: str, profile: str = DEFAULT_PROFILE) -> dict:
-    """The kind config (as data) for a cluster of `version` laid out under `layout`."""
+def render(
+    version: KubeVersion,
+    layout: KindLayout,
+    image: str,
+    profile: str = DEFAULT_PROFILE,
+    *,
+    host_lacks: Sequence[str] = (),
+) -> dict:
+    """The kind config (as data) for a cluster of `version` laid out under `layout`.
+
+    `host_lacks`: capabilities the host's bounding set lacks (dockerd.host_missing_capabilities())."""
     config = _template("base")
+    if "CAP_SYS_RESOURCE" in host_lacks:
+        config["containerdConfigPatches"] = [*config.get("containerdConfigPatches", []), RESTRICT_OOM_SCORE_ADJ]
     nodes = _template(profile).get("nodes") or []
     if not nodes:
         raise BadInput(f"kind config profile {profile!r} has no nodes", "list at least a control-plane node")

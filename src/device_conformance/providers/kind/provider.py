@@ -19,7 +19,7 @@ from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.kube.client import Kube
 from device_conformance.providers.base import ClusterHandle
-from device_conformance.providers.kind import config, parallel
+from device_conformance.providers.kind import config, dockerd, parallel
 from device_conformance.providers.kind.cli import CREATE_WAIT, KindCLI
 from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout, kind_root
 from device_conformance.providers.kind.node import KindNode
@@ -120,7 +120,9 @@ class KindProvider:
     def _create(self, name: str) -> Path:
         assert self.cli is not None
         layout = KindLayout.for_cluster(name)
-        rendered = config.render(self.version, layout, self.image, self.profile)
+        rendered = config.render(
+            self.version, layout, self.image, self.profile, host_lacks=dockerd.host_missing_capabilities()
+        )
         for index in range(len(rendered["nodes"])):
             for host_dir in layout.node_mounts(index).values():
                 host_dir.mkdir(parents=True, exist_ok=True)
