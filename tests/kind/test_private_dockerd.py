@@ -107,3 +107,66 @@ def test_without_the_wrapper_privileged_containers_fail_here():
     finally:
         engine.stop()
     assert leftovers(engine) == []
+
+
+INNER_TEST = """
+import io, os, subprocess, tarfile, time
+from pathlib import Path
+
+from device_conformance.dockercli import Docker
+
+
+def test_hold():
+    docker = Docker()  # DOCKER_HOST: the session's private dockerd
+    docker.run(["import", "-", "dc-hold:1"], stdin=Path(os.environ["ROOTFS"]).read_bytes())
+    docker.run(["run", "-d", "--privileged", "--network", "kind", "--volume", "/data", "dc-hold:1",
+                "/bin/busybox", "sleep", "600"])
+    Path(os.environ["READY"]).write_text(os.environ["DOCKER_HOST"])
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not BUSYBOX.exists(), reason="needs /bin/busybox (busybox-static)")
+@pytest.mark.parametrize("stop", ["ctrl-c", "sigterm"])
+def test_the_session_engine_goes_with_everything_in_it_when_the_run_is_interrupted(tmp_path, stop):
+    """The pytest controller owns the private dockerd: interrupted with a container (privileged, on the
+    kind network, with a volume) running, it leaves no engine, directory, process, bridge or cgroup."""
+    import signal
+    import subprocess
+    import sys
+
+    from device_conformance.dockercli import Docker
+    from device_conformance.wait.core import until
+
+    if Docker().answers() is None:
+        pytest.skip("a Docker engine answers: the session starts no private one")
+    (tmp_path / "test_hold.py").write_text(INNER_TEST)
+    (tmp_path / "rootfs.tar").write_bytes(busybox_rootfs())
+    ready = tmp_path / "ready"
+    env = {**os.environ, "ROOTFS": str(tmp_path / "rootfs.tar"), "READY": str(ready)}
+    env.pop("DOCKER_HOST", None)
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "--provider", "kind"]
+    # A user-chosen node image: the session loads nothing (no cluster is made here anyway).
+    argv += ["--kind-image", "example.invalid/node:v1"]
+    inner = subprocess.Popen(argv, cwd=tmp_path, env=env, start_new_session=True, stdout=subprocess.PIPE, text=True)
+    try:
+        until(
+            lambda: (ready.exists() or inner.poll() is not None) or None, what="the inner run's container", timeout=120
+        )
+        assert ready.exists(), inner.communicate(timeout=30)[0]
+        host = ready.read_text()
+        root = Path(host.removeprefix("unix://")).parent
+        engine = PrivateDockerd(root, None, f"/{root.name}", [])
+        bridge = "br-" + Docker(host=host).text(["network", "inspect", "kind", "--format", "{{.Id}}"]).strip()[:12]
+        assert Path("/sys/class/net", bridge).exists()
+        if stop == "ctrl-c":
+            os.killpg(inner.pid, signal.SIGINT)  # what a terminal sends to the foreground group
+        else:
+            inner.send_signal(signal.SIGTERM)
+        output = inner.communicate(timeout=180)[0]
+    finally:
+        if inner.poll() is None:
+            os.killpg(inner.pid, signal.SIGKILL)
+    assert "stopping the private dockerd" in output, output
+    assert leftovers(engine) == []
+    assert not Path("/sys/class/net", bridge).exists()
