@@ -21,8 +21,9 @@ DEFAULT_PROFILE = "single-node"
 # Where the host's capability bounding set lacks CAP_SYS_RESOURCE (these VMs; dockerd.py's runc wrapper
 # drops it from the nodes), runc in the node cannot lower a pod's oom_score_adj below its own to the
 # value the kubelet asks (pkg/kubelet/qos/policy.go: -997 for Guaranteed and node-critical pods), and
-# every sandbox fails with "can't get final child's PID from pipe: EOF". containerd's CRI option restrict_oom_score_adj (docs/cri/config.md in
-# containerd; what kind sets for rootless nodes) clamps the score at containerd's own instead.
+# every sandbox fails with "can't get final child's PID from pipe: EOF". containerd's CRI option
+# restrict_oom_score_adj (containerd docs/cri/config.md; what kind sets for rootless nodes) clamps the
+# score at containerd's own instead.
 RESTRICT_OOM_SCORE_ADJ = '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true'
 
 

@@ -6,6 +6,8 @@ a private dockerd for itself (engine.py) and loads the node image built here int
 
 from __future__ import annotations
 
+import os
+
 from device_conformance.dockercli import Docker
 from device_conformance.errors import BadInput
 from device_conformance.expectations.kind import default_node_image
@@ -53,6 +55,9 @@ def setup_kind(version: KubeVersion, *, install_packages: bool = True, image: st
             "dockerd runs containers through a runc wrapper that drops them (an engine of yours needs the same, "
             "see README.md, 'kind on hosts with a reduced capability bounding set')"
         )
+    if install_packages and os.geteuid() == 0 and (raised := preflight.raise_inotify_limits()):
+        # kind's known-issues.md: several clusters at once (-n 2) need these; set until the next boot.
+        print(f"inotify limits raised for kind: sysctl {' '.join(raised)}")
     if (limits := preflight.inotify_problem()) is not None:
         print(f"still needed: {limits}")
     if answers and image is not None and (missing_image := preflight.node_image_problem(docker, image)) is not None:
