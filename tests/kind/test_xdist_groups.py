@@ -23,7 +23,7 @@ CONFTEST = """
     # The stand-in cluster needs no Docker or kind: skip the controller's engine, node image and preflight.
     device_conformance.providers.kind.preflight.preflight = lambda *args, **kwargs: None
     device_conformance.providers.kind.engine.ensure_engine = lambda *args, **kwargs: None
-    device_conformance.providers.kind.engine.ensure_node_image = lambda *args, **kwargs: False
+    device_conformance.providers.kind.engine.ensure_node_image = lambda docker, version, image, **kwargs: image
 
     @pytest.fixture(scope="session")
     def cluster():
