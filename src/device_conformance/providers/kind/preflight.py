@@ -29,7 +29,8 @@ def docker_problem(docker: Docker) -> BadInput | None:
     )
 
 
-def inotify_problem(proc_dir: Path = INOTIFY_DIR) -> BadInput | None:
+def inotify_problem(proc_dir: Path | None = None) -> BadInput | None:
+    proc_dir = proc_dir or INOTIFY_DIR  # read at call time: tests point INOTIFY_DIR at a folder
     low = {}
     for name, minimum in INOTIFY_MINIMUMS.items():
         try:
@@ -48,8 +49,9 @@ def inotify_problem(proc_dir: Path = INOTIFY_DIR) -> BadInput | None:
     )
 
 
-def raise_inotify_limits(proc_dir: Path = INOTIFY_DIR) -> list[str]:
+def raise_inotify_limits(proc_dir: Path | None = None) -> list[str]:
     """Raise low inotify limits to kind's minimums (root; until reboot). Returns the sysctls it set."""
+    proc_dir = proc_dir or INOTIFY_DIR
     raised = []
     for name, minimum in INOTIFY_MINIMUMS.items():
         path = proc_dir / name
