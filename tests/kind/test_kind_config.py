@@ -46,12 +46,15 @@ def test_each_node_binds_its_own_host_directories(layout):
     rendered = config.render(KubeVersion.parse("1.37.1"), layout, "img", "two-nodes")
     assert node_suffixes(config.node_roles(rendered)) == ["control-plane", "worker"]
     seen = set()
+    shared = str(layout.shared_dir)
     for index, node in enumerate(rendered["nodes"]):
         mounts = {m["containerPath"]: m["hostPath"] for m in node["extraMounts"]}
+        # The shared directory, at the same path in every node (Allocate mounts name host paths).
+        assert mounts.pop(shared) == shared
         assert set(mounts) == set(NODE_MOUNTS)
         assert all(host.startswith(f"{layout.node_dir(index)}/") for host in mounts.values())
         seen |= set(mounts.values())
-    assert len(seen) == 2 * len(NODE_MOUNTS)  # no directory shared between nodes
+    assert len(seen) == 2 * len(NODE_MOUNTS)  # no directory shared between nodes but that one
 
 
 def test_socket_paths_in_the_mounted_directories_fit_sun_path():
@@ -122,7 +125,7 @@ def test_kind_loads_the_config_and_generates_kubeadm_with_our_settings(validator
         assert (kubelet.get("featureGates") or {}) == settings.feature_gates
         for key, value in settings.kubelet_config.items():
             assert kubelet[key] == value
-        assert {m["ContainerPath"] for m in node.mounts} == set(NODE_MOUNTS)
+        assert {m["ContainerPath"] for m in node.mounts} == {*NODE_MOUNTS, str(layout.shared_dir)}
         assert node.image == f"kindest/node:v{version}"
     cri = view.containerd.split('[plugins."io.containerd.grpc.v1.cri"]', 1)[1]
     assert "enable_cdi = true" in cri.split("\n[", 1)[0]

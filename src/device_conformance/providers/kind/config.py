@@ -86,6 +86,8 @@ def render(
         mounts = [
             {"hostPath": str(host), "containerPath": node_path} for node_path, host in layout.node_mounts(index).items()
         ]
+        # Host paths tests hand to the kubelet (Allocate mounts) must exist in the node at the same path.
+        mounts.append({"hostPath": str(layout.shared_dir), "containerPath": str(layout.shared_dir)})
         rendered_nodes.append({**node, "image": image, "extraMounts": [*node.get("extraMounts", []), *mounts]})
     config["nodes"] = rendered_nodes
     return config
