@@ -51,6 +51,7 @@ def test_each_node_binds_its_own_host_directories(layout):
         mounts = {m["containerPath"]: m["hostPath"] for m in node["extraMounts"]}
         # The shared directory, at the same path in every node (Allocate mounts name host paths).
         assert mounts.pop(shared) == shared
+        assert mounts.pop("/etc/containerd/certs.d") == str(layout.registry_dir)
         assert set(mounts) == set(NODE_MOUNTS)
         assert all(host.startswith(f"{layout.node_dir(index)}/") for host in mounts.values())
         seen |= set(mounts.values())
@@ -125,7 +126,11 @@ def test_kind_loads_the_config_and_generates_kubeadm_with_our_settings(validator
         assert (kubelet.get("featureGates") or {}) == settings.feature_gates
         for key, value in settings.kubelet_config.items():
             assert kubelet[key] == value
-        assert {m["ContainerPath"] for m in node.mounts} == {*NODE_MOUNTS, str(layout.shared_dir)}
+        assert {m["ContainerPath"] for m in node.mounts} == {
+            *NODE_MOUNTS,
+            str(layout.shared_dir),
+            "/etc/containerd/certs.d",
+        }
         assert node.image == f"kindest/node:v{version}"
     cri = view.containerd.split('[plugins."io.containerd.grpc.v1.cri"]', 1)[1]
     assert "enable_cdi = true" in cri.split("\n[", 1)[0]
@@ -149,6 +154,7 @@ def test_a_host_without_cap_sys_resource_gets_restrict_oom_score_adj(layout):
     plain = config.render(version, layout, "img", host_lacks=["CAP_SYS_TIME"])
     assert not any("restrict_oom_score_adj" in patch for patch in plain["containerdConfigPatches"])
     reduced = config.render(version, layout, "img", host_lacks=["CAP_SYS_RESOURCE"])
+    assert plain["containerdConfigPatches"][-1] == config.REGISTRY_PATCH
     assert reduced["containerdConfigPatches"] == [
         *plain["containerdConfigPatches"],
         '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true',
@@ -163,3 +169,5 @@ def test_kind_merges_restrict_oom_score_adj_into_the_nodes_containerd_config(val
     cri = view.containerd.split('[plugins."io.containerd.grpc.v1.cri"]', 1)[1].split("\n[", 1)[0]
     assert "enable_cdi = true" in cri
     assert "restrict_oom_score_adj = true" in cri
+    registry = view.containerd.split('[plugins."io.containerd.grpc.v1.cri".registry]', 1)[1].split("\n[", 1)[0]
+    assert 'config_path = "/etc/containerd/certs.d"' in registry

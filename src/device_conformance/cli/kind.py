@@ -51,6 +51,8 @@ def _render(args: argparse.Namespace) -> int:
         settings.kind_profile.value or config.DEFAULT_PROFILE,
         host_lacks=host_missing_capabilities(),
     )
+    layout.shared_dir.mkdir(parents=True, exist_ok=True)
+    config.write_registry_config(layout)
     for index in range(len(rendered["nodes"])):
         for host_dir in layout.node_mounts(index).values():
             host_dir.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,26 @@ DEFAULT_PROFILE = "single-node"
 RESTRICT_OOM_SCORE_ADJ = '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true'
 
 
+# Our images are named device-conformance.local/... (toolchain/images) and preloaded; tests that need a
+# pull to fail use an absent one (suites' ABSENT_IMAGE). In a kind node the registry's name is looked up
+# through Docker's embedded DNS, which dockerd 20.10 forwards from the node's network namespace: with the
+# private dockerd (no NAT: --ip-masq=false) that waits for DNS timeouts, longer than the tests wait for
+# ErrImagePull. A hosts.toml (containerd docs/hosts.md) sends that registry to 127.0.0.1:1, refused at once.
+REGISTRY_HOST = "device-conformance.local"
+REGISTRY_CONFIG_PATH = "/etc/containerd/certs.d"
+REGISTRY_PATCH = f'[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "{REGISTRY_CONFIG_PATH}"'
+REFUSING_HOSTS_TOML = (
+    'server = "http://127.0.0.1:1"\n\n[host."http://127.0.0.1:1"]\n  capabilities = ["pull", "resolve"]\n'
+)
+
+
+def write_registry_config(layout: KindLayout) -> None:
+    """The host side of the nodes' /etc/containerd/certs.d."""
+    host_dir = layout.registry_dir / REGISTRY_HOST
+    host_dir.mkdir(parents=True, exist_ok=True)
+    (host_dir / "hosts.toml").write_text(REFUSING_HOSTS_TOML)
+
+
 def profiles() -> list[str]:
     files = resources.files("device_conformance.kind_configs").iterdir()
     return sorted(f.name.removesuffix(".yaml") for f in files if f.name.endswith(".yaml") and f.name != "base.yaml")
@@ -67,6 +87,7 @@ def render(
 
     `host_lacks`: capabilities the host's bounding set lacks (dockerd.host_missing_capabilities())."""
     config = _template("base")
+    config["containerdConfigPatches"] = [*config.get("containerdConfigPatches", []), REGISTRY_PATCH]
     if "CAP_SYS_RESOURCE" in host_lacks:
         config["containerdConfigPatches"] = [*config.get("containerdConfigPatches", []), RESTRICT_OOM_SCORE_ADJ]
     nodes = _template(profile).get("nodes") or []
@@ -88,6 +109,7 @@ def render(
         ]
         # Host paths tests hand to the kubelet (Allocate mounts) must exist in the node at the same path.
         mounts.append({"hostPath": str(layout.shared_dir), "containerPath": str(layout.shared_dir)})
+        mounts.append({"hostPath": str(layout.registry_dir), "containerPath": REGISTRY_CONFIG_PATH, "readOnly": True})
         rendered_nodes.append({**node, "image": image, "extraMounts": [*node.get("extraMounts", []), *mounts]})
     config["nodes"] = rendered_nodes
     return config

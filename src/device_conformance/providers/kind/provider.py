@@ -128,6 +128,7 @@ class KindProvider:
             for host_dir in layout.node_mounts(index).values():
                 host_dir.mkdir(parents=True, exist_ok=True)
         layout.shared_dir.mkdir(parents=True, exist_ok=True)
+        config.write_registry_config(layout)
         config.write(rendered, layout.config_file)
         # Recorded before `kind create`: a crash mid-create still leaves enough to clean up.
         KindState(name, True, os.getpid(), str(self.version), self.image, self.profile).save(layout)
