@@ -39,7 +39,7 @@ def test_gates_and_runtime_config_are_the_expectations_data(layout, version):
     assert [f"{k}={v}" for k, v in rendered.get("runtimeConfig", {}).items()] == settings.runtime_config
     patches = [yaml.safe_load(p) for p in rendered.get("kubeadmConfigPatches", [])]
     kubelet = [p for p in patches if p["kind"] == "KubeletConfiguration"]
-    assert kubelet == ([{"kind": "KubeletConfiguration", **settings.kubelet_config}] if settings.kubelet_config else [])
+    assert kubelet == [{"kind": "KubeletConfiguration", **config.KUBELET_BASE, **settings.kubelet_config}]
 
 
 def test_each_node_binds_its_own_host_directories(layout):
@@ -126,6 +126,7 @@ def test_kind_loads_the_config_and_generates_kubeadm_with_our_settings(validator
         assert (kubelet.get("featureGates") or {}) == settings.feature_gates
         for key, value in settings.kubelet_config.items():
             assert kubelet[key] == value
+        assert kubelet["nodeStatusUpdateFrequency"] == "1s"  # timeouts.NODE_STATUS_UPDATE_FREQUENCY
         assert {m["ContainerPath"] for m in node.mounts} == {
             *NODE_MOUNTS,
             str(layout.shared_dir),

@@ -65,14 +65,19 @@ def runtime_config(settings: ComponentSettings) -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
-def kubelet_patch(settings: ComponentSettings) -> str | None:
+# What the suites' timeouts assume of every provider's kubelet (timeouts.NODE_STATUS_UPDATE_FREQUENCY;
+# the local provider sets the same in providers/local/configs.py): capacity/allocatable changes posted
+# within a second, not in the default 10 s loop.
+KUBELET_BASE = {"nodeStatusUpdateFrequency": "1s", "nodeStatusReportFrequency": "1m"}
+
+
+def kubelet_patch(settings: ComponentSettings) -> str:
     """An unversioned KubeletConfiguration patch (kind applies it for v1beta3 and v1beta4 alike).
 
     kubeadm takes the KubeletConfiguration of the first node for every node (kind#3849), so kubelet
     settings are cluster-wide, which is what we want."""
-    if not settings.kubelet_config:
-        return None
-    return yaml.safe_dump({"kind": "KubeletConfiguration", **settings.kubelet_config}, sort_keys=True)
+    merged = {**KUBELET_BASE, **settings.kubelet_config}
+    return yaml.safe_dump({"kind": "KubeletConfiguration", **merged}, sort_keys=True)
 
 
 def render(
@@ -99,9 +104,7 @@ def render(
         config["featureGates"] = dict(sorted(settings.feature_gates.items()))
     if settings.runtime_config:
         config["runtimeConfig"] = runtime_config(settings)
-    patch = kubelet_patch(settings)
-    if patch:
-        config["kubeadmConfigPatches"] = [*config.get("kubeadmConfigPatches", []), patch]
+    config["kubeadmConfigPatches"] = [*config.get("kubeadmConfigPatches", []), kubelet_patch(settings)]
     rendered_nodes = []
     for index, node in enumerate(nodes):
         mounts = [
