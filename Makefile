@@ -81,8 +81,12 @@ matrix: venv
 	$(BIN)/device-conformance matrix $(if $(MATRIX_VERSIONS),--versions "$(MATRIX_VERSIONS)") $(if $(PYTEST_ARGS),--pytest-args "$(PYTEST_ARGS)")
 
 # Tear down clusters left by crashed or interrupted runs.
+# Also private Docker engines of killed kind sessions; PROVIDER=kind: kind clusters of crashed runs too.
 cleanup: venv
 	$(BIN)/device-conformance cluster cleanup
+ifeq ($(PROVIDER),kind)
+	$(BIN)/device-conformance kind cleanup
+endif
 
 # Headless Chromium for the report.html rendering test (tests/certify/test_report.py skips without it);
 # installed from Debian only when missing.

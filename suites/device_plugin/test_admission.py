@@ -82,12 +82,12 @@ def test_allocate_error_fails_admission_with_the_plugins_message(pod_factory, re
     )
 
 
-def test_allocate_mount_is_visible_in_the_container(pod_factory, register_plugin, tmp_path):
+def test_allocate_mount_is_visible_in_the_container(pod_factory, register_plugin, node_tmp_path):
     """A per-device host directory the Allocate response mounts shows up read-only in the container."""
     for device in ("dev-0", "dev-1"):
-        (tmp_path / device).mkdir()
-        (tmp_path / device / "identity").write_text(f"I am {device}\n")
-    mount = MountConfig(container_path="/dev-info/{id}", host_path=f"{tmp_path}/{{id}}", read_only=True)
+        (node_tmp_path / device).mkdir()
+        (node_tmp_path / device / "identity").write_text(f"I am {device}\n")
+    mount = MountConfig(container_path="/dev-info/{id}", host_path=f"{node_tmp_path}/{{id}}", read_only=True)
     plugin = register_plugin(("dev-0", "dev-1"), allocate=AllocateConfig(mounts=[mount]))
     resource = plugin.config.resource_name
     script = 'for f in /dev-info/*/identity; do echo "seen=$(cat $f)"; done; '
@@ -118,16 +118,16 @@ ANNOTATION = "dc.example.com/devices"
 
 @pytest.mark.scenario("DP1", "DP2")
 @pytest.mark.since("1.29", "CDI devices in Allocate responses (DevicePluginCDIDevices, beta and on by default)")
-def test_each_field_of_the_allocate_response_reaches_the_container(node, pod_factory, register_plugin, tmp_path):
+def test_each_field_of_the_allocate_response_reaches_the_container(node, pod_factory, register_plugin, node_tmp_path):
     """Envs, mounts, device nodes and CDI devices of the Allocate response, each seen from inside the
     container, and its annotations as the container's annotations in the runtime (CRI ContainerStatus):
     every field is checked and every one that did not arrive is reported."""
     for device in ("dev-0", "dev-1"):
-        (tmp_path / device).mkdir()
-        (tmp_path / device / "identity").write_text(f"I am {device}\n")
+        (node_tmp_path / device).mkdir()
+        (node_tmp_path / device / "identity").write_text(f"I am {device}\n")
     allocate = AllocateConfig(
         envs={DEVICES_ENV: "{ids}"},
-        mounts=[MountConfig(container_path="/dev-info/{id}", host_path=f"{tmp_path}/{{id}}", read_only=True)],
+        mounts=[MountConfig(container_path="/dev-info/{id}", host_path=f"{node_tmp_path}/{{id}}", read_only=True)],
         devices=[DeviceSpecConfig(container_path="/dev/dc-{id}", host_path="/dev/null", permissions="rw")],
         annotations={ANNOTATION: "{ids}"},
         cdi_devices=["{resource}={id}"],

@@ -37,16 +37,18 @@ def _expected_response(config: AllocateConfig, ids: list[str], resource: str) ->
 
 
 @pytest.mark.scenario("DM-U3")
-def test_checkpoint_holds_every_allocation_and_every_registered_resource(node, pod_factory, register_plugin, tmp_path):
+def test_checkpoint_holds_every_allocation_and_every_registered_resource(
+    node, pod_factory, register_plugin, node_tmp_path
+):
     """Two resources (one without topology, one on NUMA node 0), two containers: the file verifies, holds
     one entry per container and resource with exactly the allocated IDs under the right NUMA key (-1 for
     devices without topology), each entry's Allocate response round-trips every field (envs, mounts,
     device nodes, annotations, CDI devices), and RegisteredDevices lists every device of both resources."""
     for device in ("dev-0", "dev-1", "dev-2"):
-        (tmp_path / device).mkdir()
+        (node_tmp_path / device).mkdir()
     full = AllocateConfig(
         envs={"DC_A": "{ids}"},
-        mounts=[MountConfig(container_path="/dev-info/{id}", host_path=f"{tmp_path}/{{id}}", read_only=True)],
+        mounts=[MountConfig(container_path="/dev-info/{id}", host_path=f"{node_tmp_path}/{{id}}", read_only=True)],
         devices=[DeviceSpecConfig(container_path="/dev/dc-{id}", host_path="/dev/null", permissions="rw")],
         annotations={"dc.example.com/devices": "{ids}"},
         cdi_devices=["{resource}={id}"],

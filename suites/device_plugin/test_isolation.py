@@ -40,15 +40,15 @@ def _seen(node, pod) -> dict[str, str]:
 
 
 @pytest.mark.scenario("DP1")
-def test_pod_without_a_device_request_sees_no_device(node, pod_factory, register_plugin, tmp_path):
+def test_pod_without_a_device_request_sees_no_device(node, pod_factory, register_plugin, node_tmp_path):
     """A plugin whose Allocate answer uses every field (env, mount, device node, CDI device, annotation);
     a pod holding one of its devices sees each of them, a pod asking for none sees none of them, and the
     plugin got no call for it."""
     for device in ("dev-0", "dev-1"):
-        (tmp_path / device).mkdir()
+        (node_tmp_path / device).mkdir()
     allocate = AllocateConfig(
         envs={DEVICES_ENV: "{ids}"},
-        mounts=[MountConfig(container_path="/dev-info/{id}", host_path=f"{tmp_path}/{{id}}", read_only=True)],
+        mounts=[MountConfig(container_path="/dev-info/{id}", host_path=f"{node_tmp_path}/{{id}}", read_only=True)],
         devices=[DeviceSpecConfig(container_path="/dev/dc-{id}", host_path="/dev/null", permissions="rw")],
         annotations={ANNOTATION: "{ids}"},
         cdi_devices=["{resource}={id}"],

@@ -39,19 +39,23 @@ def test_gates_and_runtime_config_are_the_expectations_data(layout, version):
     assert [f"{k}={v}" for k, v in rendered.get("runtimeConfig", {}).items()] == settings.runtime_config
     patches = [yaml.safe_load(p) for p in rendered.get("kubeadmConfigPatches", [])]
     kubelet = [p for p in patches if p["kind"] == "KubeletConfiguration"]
-    assert kubelet == ([{"kind": "KubeletConfiguration", **settings.kubelet_config}] if settings.kubelet_config else [])
+    assert kubelet == [{"kind": "KubeletConfiguration", **config.KUBELET_BASE, **settings.kubelet_config}]
 
 
 def test_each_node_binds_its_own_host_directories(layout):
     rendered = config.render(KubeVersion.parse("1.37.1"), layout, "img", "two-nodes")
     assert node_suffixes(config.node_roles(rendered)) == ["control-plane", "worker"]
     seen = set()
+    shared = str(layout.shared_dir)
     for index, node in enumerate(rendered["nodes"]):
         mounts = {m["containerPath"]: m["hostPath"] for m in node["extraMounts"]}
+        # The shared directory, at the same path in every node (Allocate mounts name host paths).
+        assert mounts.pop(shared) == shared
+        assert mounts.pop("/etc/containerd/certs.d") == str(layout.registry_dir)
         assert set(mounts) == set(NODE_MOUNTS)
         assert all(host.startswith(f"{layout.node_dir(index)}/") for host in mounts.values())
         seen |= set(mounts.values())
-    assert len(seen) == 2 * len(NODE_MOUNTS)  # no directory shared between nodes
+    assert len(seen) == 2 * len(NODE_MOUNTS)  # no directory shared between nodes but that one
 
 
 def test_socket_paths_in_the_mounted_directories_fit_sun_path():
@@ -122,7 +126,12 @@ def test_kind_loads_the_config_and_generates_kubeadm_with_our_settings(validator
         assert (kubelet.get("featureGates") or {}) == settings.feature_gates
         for key, value in settings.kubelet_config.items():
             assert kubelet[key] == value
-        assert {m["ContainerPath"] for m in node.mounts} == set(NODE_MOUNTS)
+        assert kubelet["nodeStatusUpdateFrequency"] == "1s"  # timeouts.NODE_STATUS_UPDATE_FREQUENCY
+        assert {m["ContainerPath"] for m in node.mounts} == {
+            *NODE_MOUNTS,
+            str(layout.shared_dir),
+            "/etc/containerd/certs.d",
+        }
         assert node.image == f"kindest/node:v{version}"
     cri = view.containerd.split('[plugins."io.containerd.grpc.v1.cri"]', 1)[1]
     assert "enable_cdi = true" in cri.split("\n[", 1)[0]
@@ -138,3 +147,28 @@ def test_kind_rejects_a_broken_config_with_its_own_message(validator, tmp_path):
     bad.write_text(header + "nodes:\n- role: worker\n")
     with pytest.raises(BadInput, match="must have at least one control-plane node"):
         validator.check(bad, "v1.37.1")
+
+
+def test_a_host_without_cap_sys_resource_gets_restrict_oom_score_adj(layout):
+    """These VMs: runc in a node cannot lower oom_score_adj without CAP_SYS_RESOURCE (config.py)."""
+    version = KubeVersion.parse("1.37.1")
+    plain = config.render(version, layout, "img", host_lacks=["CAP_SYS_TIME"])
+    assert not any("restrict_oom_score_adj" in patch for patch in plain["containerdConfigPatches"])
+    reduced = config.render(version, layout, "img", host_lacks=["CAP_SYS_RESOURCE"])
+    assert plain["containerdConfigPatches"][-1] == config.REGISTRY_PATCH
+    assert reduced["containerdConfigPatches"] == [
+        *plain["containerdConfigPatches"],
+        '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true',
+    ]
+
+
+@pytest.mark.kind
+def test_kind_merges_restrict_oom_score_adj_into_the_nodes_containerd_config(validator, layout):
+    version = KubeVersion.parse("1.37.1")
+    rendered = config.render(version, layout, "kindest/node:v1.37.1", host_lacks=["CAP_SYS_RESOURCE"])
+    view = validator.check(config.write(rendered, layout.config_file), version.tag)
+    cri = view.containerd.split('[plugins."io.containerd.grpc.v1.cri"]', 1)[1].split("\n[", 1)[0]
+    assert "enable_cdi = true" in cri
+    assert "restrict_oom_score_adj = true" in cri
+    registry = view.containerd.split('[plugins."io.containerd.grpc.v1.cri".registry]', 1)[1].split("\n[", 1)[0]
+    assert 'config_path = "/etc/containerd/certs.d"' in registry

@@ -105,3 +105,12 @@ def test_kind_version_is_checked_against_the_node_version(tmp_path, monkeypatch)
     monkeypatch.setenv("KIND", str(Path("/nonexistent/kind")))
     with pytest.raises(BadInput, match="kind is not installed"):
         require_kind(KubeVersion.parse("1.37.1"))
+
+
+def test_raise_inotify_limits_sets_only_the_low_ones(tmp_path):
+    (tmp_path / "max_user_watches").write_text("192536\n")
+    (tmp_path / "max_user_instances").write_text("1024\n")
+    assert preflight.raise_inotify_limits(tmp_path) == ["fs.inotify.max_user_watches=524288"]
+    assert (tmp_path / "max_user_watches").read_text() == "524288\n"
+    assert (tmp_path / "max_user_instances").read_text() == "1024\n"
+    assert preflight.inotify_problem(tmp_path) is None

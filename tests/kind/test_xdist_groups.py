@@ -15,12 +15,15 @@ CONFTEST = """
     import os
     from pathlib import Path
     import pytest
+    import device_conformance.providers.kind.engine
     import device_conformance.providers.kind.preflight
     from device_conformance.expectations.versions import KubeVersion
     from device_conformance.providers.base import ClusterHandle
 
-    # The stand-in cluster needs no Docker or kind: skip the controller's kind preflight.
+    # The stand-in cluster needs no Docker or kind: skip the controller's engine, node image and preflight.
     device_conformance.providers.kind.preflight.preflight = lambda *args, **kwargs: None
+    device_conformance.providers.kind.engine.ensure_engine = lambda *args, **kwargs: None
+    device_conformance.providers.kind.engine.ensure_node_image = lambda docker, version, image, **kwargs: image
 
     @pytest.fixture(scope="session")
     def cluster():

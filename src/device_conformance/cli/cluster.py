@@ -62,7 +62,8 @@ def _setup(args: argparse.Namespace) -> int:
     if settings.provider.value == "kind":
         from device_conformance.providers.kind.setup import setup_kind
 
-        return setup_kind(version, install_packages=not args.no_packages)
+        chosen = settings.kind_image.value if settings.kind_image.source.kind != "default" else None
+        return setup_kind(version, install_packages=not args.no_packages, image=chosen)
     if settings.provider.value == "existing":
         # As `make setup PROVIDER=existing`: the cluster is there already (also when auto picked it).
         print(f"provider existing ({settings.provider.source}): nothing to set up")
@@ -151,4 +152,10 @@ def _cleanup(_: argparse.Namespace) -> int:
 
     cleaned = clean_leftovers(print)
     print(f"cleaned {len(cleaned)} run(s)")
+    from device_conformance.providers.kind.dockerd import PrivateDockerd
+
+    # Private Docker engines of kind sessions that were killed before they could stop them.
+    engines = PrivateDockerd.cleanup_stale(print)
+    if engines:
+        print(f"stopped {len(engines)} private dockerd(s) left by killed kind sessions")
     return 0

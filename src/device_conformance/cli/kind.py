@@ -57,9 +57,17 @@ def _render(args: argparse.Namespace) -> int:
     )
     version = settings.k8s_version.value
     layout = KindLayout.for_cluster(args.name)
+    from device_conformance.providers.kind.dockerd import host_missing_capabilities
+
     rendered = config.render(
-        version, layout, settings.kind_image.value, settings.kind_profile.value or config.DEFAULT_PROFILE
+        version,
+        layout,
+        settings.kind_image.value,
+        settings.kind_profile.value or config.DEFAULT_PROFILE,
+        host_lacks=host_missing_capabilities(),
     )
+    layout.shared_dir.mkdir(parents=True, exist_ok=True)
+    config.write_registry_config(layout)
     for index in range(len(rendered["nodes"])):
         for host_dir in layout.node_mounts(index).values():
             host_dir.mkdir(parents=True, exist_ok=True)
@@ -136,10 +144,14 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _cleanup(_: argparse.Namespace) -> int:
+    from device_conformance.dockercli import Docker
+    from device_conformance.providers.kind.dockerd import PrivateDockerd
     from device_conformance.providers.kind.provider import KindProvider
 
+    # A killed session's private dockerd goes first, its clusters with it; their host directories follow.
+    PrivateDockerd.cleanup_stale(print)
     provider = KindProvider(DEFAULT_K8S_VERSION)
-    provider.cli = _cli()
+    provider.cli = _cli() if Docker().answers() is None else None
     cleaned = provider.clean_orphans()
     print(f"cleaned {len(cleaned)} kind cluster(s)")
     return 0

@@ -26,6 +26,9 @@ class ClusterHandle:
     control_plane_version: KubeVersion | None = None
     # How k8s_version was learnt, for the session log ("the binaries under test", "read from the cluster").
     version_source: str = "the binaries under test"
+    # A host directory the nodes see at the same path: for files the kubelet hands to containers
+    # (Allocate mounts, device nodes). None where the kubelet runs on the test host (local) or none is shared.
+    shared_dir: Path | None = None
 
     @property
     def control_plane(self) -> KubeVersion:

@@ -6,6 +6,7 @@ data the local provider's flags come from; nothing version-dependent is written 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -17,6 +18,33 @@ from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind.layout import KindLayout
 
 DEFAULT_PROFILE = "single-node"
+# Where the host's capability bounding set lacks CAP_SYS_RESOURCE (these VMs; dockerd.py's runc wrapper
+# drops it from the nodes), runc in the node cannot lower a pod's oom_score_adj below its own to the
+# value the kubelet asks (pkg/kubelet/qos/policy.go: -997 for Guaranteed and node-critical pods), and
+# every sandbox fails with "can't get final child's PID from pipe: EOF". containerd's CRI option
+# restrict_oom_score_adj (containerd docs/cri/config.md; what kind sets for rootless nodes) clamps the
+# score at containerd's own instead.
+RESTRICT_OOM_SCORE_ADJ = '[plugins."io.containerd.grpc.v1.cri"]\n  restrict_oom_score_adj = true'
+
+
+# Our images are named device-conformance.local/... (toolchain/images) and preloaded; tests that need a
+# pull to fail use an absent one (suites' ABSENT_IMAGE). In a kind node the registry's name is looked up
+# through Docker's embedded DNS, which dockerd 20.10 forwards from the node's network namespace: with the
+# private dockerd (no NAT: --ip-masq=false) that waits for DNS timeouts, longer than the tests wait for
+# ErrImagePull. A hosts.toml (containerd docs/hosts.md) sends that registry to 127.0.0.1:1, refused at once.
+REGISTRY_HOST = "device-conformance.local"
+REGISTRY_CONFIG_PATH = "/etc/containerd/certs.d"
+REGISTRY_PATCH = f'[plugins."io.containerd.grpc.v1.cri".registry]\n  config_path = "{REGISTRY_CONFIG_PATH}"'
+REFUSING_HOSTS_TOML = (
+    'server = "http://127.0.0.1:1"\n\n[host."http://127.0.0.1:1"]\n  capabilities = ["pull", "resolve"]\n'
+)
+
+
+def write_registry_config(layout: KindLayout) -> None:
+    """The host side of the nodes' /etc/containerd/certs.d."""
+    host_dir = layout.registry_dir / REGISTRY_HOST
+    host_dir.mkdir(parents=True, exist_ok=True)
+    (host_dir / "hosts.toml").write_text(REFUSING_HOSTS_TOML)
 
 
 def profiles() -> list[str]:
@@ -37,19 +65,36 @@ def runtime_config(settings: ComponentSettings) -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
-def kubelet_patch(settings: ComponentSettings) -> str | None:
+# What the suites' timeouts assume of every provider's kubelet (timeouts.NODE_STATUS_UPDATE_FREQUENCY;
+# the local provider sets the same in providers/local/configs.py): capacity/allocatable changes posted
+# within a second, not in the default 10 s loop.
+KUBELET_BASE = {"nodeStatusUpdateFrequency": "1s", "nodeStatusReportFrequency": "1m"}
+
+
+def kubelet_patch(settings: ComponentSettings) -> str:
     """An unversioned KubeletConfiguration patch (kind applies it for v1beta3 and v1beta4 alike).
 
     kubeadm takes the KubeletConfiguration of the first node for every node (kind#3849), so kubelet
     settings are cluster-wide, which is what we want."""
-    if not settings.kubelet_config:
-        return None
-    return yaml.safe_dump({"kind": "KubeletConfiguration", **settings.kubelet_config}, sort_keys=True)
+    merged = {**KUBELET_BASE, **settings.kubelet_config}
+    return yaml.safe_dump({"kind": "KubeletConfiguration", **merged}, sort_keys=True)
 
 
-def render(version: KubeVersion, layout: KindLayout, image: str, profile: str = DEFAULT_PROFILE) -> dict:
-    """The kind config (as data) for a cluster of `version` laid out under `layout`."""
+def render(
+    version: KubeVersion,
+    layout: KindLayout,
+    image: str,
+    profile: str = DEFAULT_PROFILE,
+    *,
+    host_lacks: Sequence[str] = (),
+) -> dict:
+    """The kind config (as data) for a cluster of `version` laid out under `layout`.
+
+    `host_lacks`: capabilities the host's bounding set lacks (dockerd.host_missing_capabilities())."""
     config = _template("base")
+    config["containerdConfigPatches"] = [*config.get("containerdConfigPatches", []), REGISTRY_PATCH]
+    if "CAP_SYS_RESOURCE" in host_lacks:
+        config["containerdConfigPatches"] = [*config.get("containerdConfigPatches", []), RESTRICT_OOM_SCORE_ADJ]
     nodes = _template(profile).get("nodes") or []
     if not nodes:
         raise BadInput(f"kind config profile {profile!r} has no nodes", "list at least a control-plane node")
@@ -59,14 +104,15 @@ def render(version: KubeVersion, layout: KindLayout, image: str, profile: str = 
         config["featureGates"] = dict(sorted(settings.feature_gates.items()))
     if settings.runtime_config:
         config["runtimeConfig"] = runtime_config(settings)
-    patch = kubelet_patch(settings)
-    if patch:
-        config["kubeadmConfigPatches"] = [*config.get("kubeadmConfigPatches", []), patch]
+    config["kubeadmConfigPatches"] = [*config.get("kubeadmConfigPatches", []), kubelet_patch(settings)]
     rendered_nodes = []
     for index, node in enumerate(nodes):
         mounts = [
             {"hostPath": str(host), "containerPath": node_path} for node_path, host in layout.node_mounts(index).items()
         ]
+        # Host paths tests hand to the kubelet (Allocate mounts) must exist in the node at the same path.
+        mounts.append({"hostPath": str(layout.shared_dir), "containerPath": str(layout.shared_dir)})
+        mounts.append({"hostPath": str(layout.registry_dir), "containerPath": REGISTRY_CONFIG_PATH, "readOnly": True})
         rendered_nodes.append({**node, "image": image, "extraMounts": [*node.get("extraMounts", []), *mounts]})
     config["nodes"] = rendered_nodes
     return config

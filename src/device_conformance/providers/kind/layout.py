@@ -3,6 +3,8 @@
 <kind root>/<cluster>/state.json
 <kind root>/<cluster>/n<index>/{device-plugins,plugins_registry,plugins,pod-resources,cdi}
 <kind root>/<cluster>/kubeconfig
+<kind root>/<cluster>/shared (the same path in every node)
+<kind root>/<cluster>/certs.d (the nodes' /etc/containerd/certs.d)
 """
 
 from __future__ import annotations
@@ -60,6 +62,16 @@ class KindLayout:
     @property
     def config_file(self) -> Path:
         return self.root / "kind-config.yaml"
+
+    @property
+    def shared_dir(self) -> Path:
+        """Bound into every node at this same path: what a test writes here, the node's kubelet reads here."""
+        return self.root / "shared"
+
+    @property
+    def registry_dir(self) -> Path:
+        """The nodes' /etc/containerd/certs.d (read-only): our image names' registry refuses at once."""
+        return self.root / "certs.d"
 
     def node_dir(self, index: int) -> Path:
         """The index-th node of the config; `n0`, not its name: fake plugins' socket paths must stay short."""

@@ -14,14 +14,17 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from device_conformance.dockercli import Docker
+from device_conformance.errors import ConformanceError
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.base import WRITE_ATOMICALLY, NodeControl
-from device_conformance.node.cri import Crictl
+from device_conformance.node.cri import CRIClient, Crictl
 from device_conformance.node.kubelet import START_TIMEOUT
 from device_conformance.node.systemd import SystemdKubelet
 
 KUBELET_BINARY = "/usr/bin/kubelet"
+# kind's containerd (images/base/files/etc/containerd/config.toml: the default address).
+NODE_CRI_SOCKET = "/run/containerd/containerd.sock"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 # Where the node's own kubelet binary and config are kept while another version runs (upgrade tests).
 ORIGINAL_SUFFIX = ".dc-original"
@@ -46,8 +49,17 @@ class KindTransport:
         args = ["exec", *(["-i"] if stdin is not None else []), self.name, *argv]
         return self.docker.run(args, stdin=stdin, check=check, timeout=timeout).stdout
 
-    def cri(self) -> Crictl:
-        return Crictl(self.run)
+    def cri(self) -> Crictl | CRIClient:
+        """crictl in the node when it has one; else the node's containerd CRI over gRPC, reached from the
+        host through the node's root (/proc/<pid>/root: a Unix socket path resolves in that mount namespace),
+        for node images without crictl (ours: cri-tools is not on the Go module proxy, kind-notes)."""
+        has_crictl = self.run(["sh", "-c", "command -v crictl"], check=False, timeout=60).strip()
+        if has_crictl:
+            return Crictl(self.run)
+        pid = self.docker.text(["inspect", "--format", "{{.State.Pid}}", self.name], timeout=60).strip()
+        if not pid.isdigit() or pid == "0":
+            raise ConformanceError(f"kind node {self.name} is not running (pid {pid!r}): no CRI to reach")
+        return CRIClient(f"/proc/{pid}/root{NODE_CRI_SOCKET}")
 
 
 class KindKubelet(SystemdKubelet):

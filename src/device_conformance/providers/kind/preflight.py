@@ -23,12 +23,14 @@ def docker_problem(docker: Docker) -> BadInput | None:
         return None
     return BadInput(
         f"the Docker engine is not reachable ({problem})",
-        "start it (`sudo systemctl start docker`, or `sudo dockerd &` without systemd); "
-        "`device-conformance setup --provider kind` installs Debian's docker.io if no engine is installed",
+        "start it (`sudo systemctl start docker`, or `sudo dockerd &` without systemd), or run as root with "
+        "dockerd installed: the test session then starts a private one; `device-conformance setup --provider "
+        "kind` installs Debian's docker.io if no engine is installed",
     )
 
 
-def inotify_problem(proc_dir: Path = INOTIFY_DIR) -> BadInput | None:
+def inotify_problem(proc_dir: Path | None = None) -> BadInput | None:
+    proc_dir = proc_dir or INOTIFY_DIR  # read at call time: tests point INOTIFY_DIR at a folder
     low = {}
     for name, minimum in INOTIFY_MINIMUMS.items():
         try:
@@ -45,6 +47,21 @@ def inotify_problem(proc_dir: Path = INOTIFY_DIR) -> BadInput | None:
         f"inotify limits are too low for kind nodes ({found}); clusters fail with 'too many open files'",
         f"{fix} (persist in /etc/sysctl.d/99-kind.conf)",
     )
+
+
+def raise_inotify_limits(proc_dir: Path | None = None) -> list[str]:
+    """Raise low inotify limits to kind's minimums (root; until reboot). Returns the sysctls it set."""
+    proc_dir = proc_dir or INOTIFY_DIR
+    raised = []
+    for name, minimum in INOTIFY_MINIMUMS.items():
+        path = proc_dir / name
+        try:
+            if int(path.read_text()) < minimum:
+                path.write_text(f"{minimum}\n")
+                raised.append(f"fs.inotify.{name}={minimum}")
+        except (OSError, ValueError):
+            continue
+    return raised
 
 
 def node_image_problem(docker: Docker, image: str) -> BadInput | None:

@@ -19,7 +19,7 @@ from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.kube.client import Kube
 from device_conformance.providers.base import ClusterHandle
-from device_conformance.providers.kind import config, parallel
+from device_conformance.providers.kind import config, dockerd, parallel
 from device_conformance.providers.kind.cli import CREATE_WAIT, KindCLI
 from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout, kind_root
 from device_conformance.providers.kind.node import KindNode
@@ -100,6 +100,7 @@ class KindProvider:
             # cluster may run another version.
             k8s_version=KubeVersion.from_reported(nodes[0].kubelet_version) if nodes else self.version,
             version_source="the kind nodes' /kind/version" if nodes else "the node image asked for",
+            shared_dir=self._shared_dir(name),
             nodes=list(nodes),
             collect_logs=self.collect_logs,
         )
@@ -120,10 +121,14 @@ class KindProvider:
     def _create(self, name: str) -> Path:
         assert self.cli is not None
         layout = KindLayout.for_cluster(name)
-        rendered = config.render(self.version, layout, self.image, self.profile)
+        rendered = config.render(
+            self.version, layout, self.image, self.profile, host_lacks=dockerd.host_missing_capabilities()
+        )
         for index in range(len(rendered["nodes"])):
             for host_dir in layout.node_mounts(index).values():
                 host_dir.mkdir(parents=True, exist_ok=True)
+        layout.shared_dir.mkdir(parents=True, exist_ok=True)
+        config.write_registry_config(layout)
         config.write(rendered, layout.config_file)
         # Recorded before `kind create`: a crash mid-create still leaves enough to clean up.
         KindState(name, True, os.getpid(), str(self.version), self.image, self.profile).save(layout)
@@ -157,6 +162,15 @@ class KindProvider:
         # Nodes that run workloads first: the `node` fixture takes nodes[0], and with workers the
         # control plane keeps its NoSchedule taint.
         return sorted(nodes, key=lambda n: (n.name.endswith("-control-plane") and len(nodes) > 1, n.name))
+
+    def _shared_dir(self, name: str) -> Path | None:
+        """The layout's shared directory when every node binds it at the same path (clusters we render)."""
+        assert self.cli is not None
+        shared = KindLayout.for_cluster(name).shared_dir
+        for container in self.cli.nodes(name):
+            if self.cli.node_mounts(container).get(str(shared)) != shared:
+                return None
+        return shared
 
     # -- reports -----------------------------------------------------------------------------
     def collect_logs(self, target: Path) -> None:
