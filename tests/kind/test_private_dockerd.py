@@ -148,7 +148,16 @@ def test_the_session_engine_goes_with_everything_in_it_when_the_run_is_interrupt
     argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-s", "--provider", "kind"]
     # A user-chosen node image: the session loads nothing (no cluster is made here anyway).
     argv += ["--kind-image", "example.invalid/node:v1"]
-    inner = subprocess.Popen(argv, cwd=tmp_path, env=env, start_new_session=True, stdout=subprocess.PIPE, text=True)
+    inner = subprocess.Popen(
+        argv,
+        cwd=tmp_path,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.PIPE,
+        text=True,
+        # Ctrl-C must reach it also when this pytest was started in the background (SIGINT ignored, inherited).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         until(
             lambda: (ready.exists() or inner.poll() is not None) or None, what="the inner run's container", timeout=120
