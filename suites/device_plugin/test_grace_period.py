@@ -229,5 +229,8 @@ def _refused_by_resource_fit(cluster, pod_factory, scenario):
         "forgotten", ["sleep", "86400"], resources={scenario.resource: 1}, node_name=cluster.nodes[0].name
     )
     failed = pod.wait_admission_failure()
-    assert failed.status.reason and failed.status.reason.startswith("OutOf"), pods.summary(failed)
+    assert failed.status.reason and failed.status.reason.startswith("OutOf"), (
+        f"expected the resource-fit refusal OutOf{scenario.resource} of an expired resource, the kubelet gave: "
+        f"{pods.summary(failed)}"
+    )
     allocations(scenario.plugin)
