@@ -369,3 +369,34 @@ def test_committed_bug_table_matches_the_data():
     assert DOC.read_text() == bugtable.render(), (
         "docs/known-bugs.md is stale: .venv/bin/python -m device_conformance.expectations.bugtable > docs/known-bugs.md"
     )
+
+
+# Every catalogued bug on every matrix release (1.31.4, 1.32.5, 1.33.13, 1.34.10, 1.35.8, 1.36.4, 1.37.1), written
+# out by hand from each bug's first affected release and per-branch fixes, and the component whose release judges
+# it: the verdict `make matrix` runs must expect, cell by cell.
+MATRIX_TABLE = {
+    "kubernetes#127803": ("kubelet", "TTTTTTF"),  # since 1.10, fixed 1.37.0 (#135437)
+    "kubernetes#126341": ("kubelet", "FFFFFFF"),  # fixed 1.32.0, cherry-picked to 1.31.1
+    "kubernetes#133702": ("kubelet", "TTTTFFF"),  # fixed 1.35.0, no cherry-pick
+    "kubernetes#126943": ("kubelet", "TTTTTTT"),  # unfixed
+    "kubernetes#116125": ("kubelet", "TTTTTTT"),  # unfixed
+    "kubernetes#135437": ("kubelet", "FFFFFFT"),  # a 1.37.0 regression, unfixed
+    "kubernetes#134434": ("kube-controller-manager", "FFTTFFF"),  # 1.33.0 (DRADeviceTaints) to 1.35.0
+    "kubernetes#135686": ("kube-controller-manager", "FFTTTFF"),  # 1.33.0 to 1.36.0
+    "kubernetes#140527": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0
+    "kubernetes#131513": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0
+    "kubernetes#141290": ("kube-controller-manager", "FFFTTTT"),  # DRAExtendedResource 1.34.0, unfixed
+}
+
+
+@pytest.mark.parametrize("bug", bugtable.KNOWN_BUGS, ids=lambda bug: bug.issue)
+def test_every_known_bug_on_every_matrix_release(bug):
+    from device_conformance.expectations.versions import MATRIX_VERSIONS
+
+    component, cells = MATRIX_TABLE[bug.issue]
+    seen = "".join("T" if bug.affects(release) else "F" for release in MATRIX_VERSIONS)
+    assert (bug.component, seen) == (component, cells), [str(release) for release in MATRIX_VERSIONS]
+
+
+def test_the_matrix_table_names_every_bug_once():
+    assert sorted(MATRIX_TABLE) == sorted(bug.issue for bug in bugtable.KNOWN_BUGS)
