@@ -107,3 +107,19 @@ def test_a_controller_bug_marker_follows_the_control_plane_not_the_kubelet(pytes
     # The kubelet is 1.37.1 in both runs (kube_version); only the control plane's release decides.
     result = run(pytester, "1.37.1", CONTROLLER_BUG_TEST.format(control_plane=control_plane))
     result.assert_outcomes(**outcome)
+
+
+@pytest.mark.parametrize(
+    ("control_plane", "kubelet", "extra"),
+    [
+        ("1.34.10", "1.33.13", ["resource.k8s.io/v1beta1=true"]),  # the 1.33 kubelet reads v1beta1 claims
+        ("1.37.1", "1.34.10", []),  # both read v1
+        ("1.37.1", "1.37.1", []),  # no skew
+        ("1.33.13", "1.32.5", []),  # v1beta1 is already on for the 1.33 control plane
+    ],
+)
+def test_the_control_plane_serves_the_resource_api_the_older_kubelet_reads(control_plane, kubelet, extra):
+    from device_conformance.expectations.cluster import control_plane_settings_for, settings_for
+
+    own = settings_for(V(control_plane)).runtime_config
+    assert control_plane_settings_for(V(control_plane), V(kubelet)).runtime_config == own + extra

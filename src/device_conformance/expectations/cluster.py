@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from device_conformance.expectations.dra import device_taint_rule_api_version, has_device_taints, supports_dra
+from device_conformance.expectations.dra import (
+    device_taint_rule_api_version,
+    has_device_taints,
+    resource_api_version,
+    supports_dra,
+)
 from device_conformance.expectations.versions import KubeVersion
 
 
@@ -55,3 +60,17 @@ def settings_for(version: KubeVersion) -> ComponentSettings:
         # DeviceTaintRule: v1alpha3 in 1.33-1.35, v1beta2 (off by default) in 1.36, v1 in 1.37.
         runtime.append(f"{device_taint_rule_api_version(version)}=true")
     return ComponentSettings(feature_gates=gates, runtime_config=runtime, kubelet_config=kubelet)
+
+
+def control_plane_settings_for(control_plane: KubeVersion, kubelet: KubeVersion) -> ComponentSettings:
+    """The control plane's settings under a kubelet of an older release (KUBELET_VERSION): its own, plus the
+    resource.k8s.io version that kubelet reads ResourceClaims in. A 1.32-1.33 kubelet reads v1beta1 (the
+    typed client of its release, pkg/kubelet/cm/dra), which a 1.34+ API server no longer serves by default:
+    without it the kubelet's prepare fails with "the server could not find the requested resource"."""
+    settings = settings_for(control_plane)
+    if kubelet == control_plane or not supports_dra(kubelet) or not supports_dra(control_plane):
+        return settings
+    needed = f"{resource_api_version(kubelet)}=true"
+    if resource_api_version(kubelet) != resource_api_version(control_plane) and needed not in settings.runtime_config:
+        settings.runtime_config.append(needed)
+    return settings

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from device_conformance.errors import ConformanceError
-from device_conformance.expectations.cluster import settings_for
+from device_conformance.expectations.cluster import control_plane_settings_for, settings_for
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.cri import CRIClient
 from device_conformance.process import run
@@ -53,7 +53,10 @@ class LocalCluster:
         self.containerd = containerd
         self.pki = Pki(layout.pki)
         self.ports = ports.Ports(**state.ports)
-        self.settings = settings_for(binaries.version)
+        # The control plane's; with an older kubelet it also serves the API version that kubelet reads.
+        self.settings = control_plane_settings_for(
+            binaries.version, node_kubelet[1] if node_kubelet else binaries.version
+        )
         # The node's own kubelet (binary, release) when it is not the control plane's (KUBELET_VERSION).
         self.node_kubelet = node_kubelet
         self._kubelet_version: KubeVersion | None = None
