@@ -99,17 +99,20 @@ def test_force_deleted_pods_old_claim_blocks_a_new_claim_of_the_same_name(dra_dr
     new_uid = make_claim(dra_objects, driver, claim)
     assert new_uid != old_uid
     new = dra_objects.claim_pod("same", claim=claim, name="same-name")
+    # An affected kubelet (1.33.13 here, under the 1.34.10 control plane) starts the new pod on the old claim's
+    # preparation: the bug shows in the refusal or in what starts meanwhile, and in the missing recovery.
     with shows_known_bug(FORCE_DELETED_CLAIM_NAME_REUSED):
         event = new.wait_event("FailedPrepareDynamicResources", timeout=timeouts.CLAIM_POD_START)
         expected = f"old ResourceClaim with same name {claim} and different UID {old_uid} still exists"
         assert expected in event, f"the kubelet's refusal: {event}"
-    new.stays(no_container_started, what="to start nothing while the old claim is prepared", duration=5)
+        new.stays(no_container_started, what="to start nothing while the old claim is prepared", duration=5)
     assert list(driver.prepared()) == [old_uid], "only the old claim is prepared"
     assert claim_record(driver.calls(PREPARE)) == [([old_uid], "ok")], "no prepare for the new claim yet"
 
     driver.clear_faults()
     new.wait_running(timeout=timeouts.UNPREPARE_RETRY + timeouts.PREPARE_RETRY_AT_RESYNC)
-    assert list(driver.prepared()) == [new_uid], "the new claim, and only it, is prepared"
-    assert claim_record(driver.calls(PREPARE)) == [([old_uid], "ok"), ([new_uid], "ok")]
-    unprepares = [(uids, outcome) for uids, outcome in claim_record(driver.calls(UNPREPARE)) if outcome == "ok"]
-    assert unprepares == [([old_uid], "ok")], "the old claim unprepared once it could be"
+    with shows_known_bug(FORCE_DELETED_CLAIM_NAME_REUSED):
+        assert list(driver.prepared()) == [new_uid], "the new claim, and only it, is prepared"
+        assert claim_record(driver.calls(PREPARE)) == [([old_uid], "ok"), ([new_uid], "ok")]
+        unprepares = [(uids, outcome) for uids, outcome in claim_record(driver.calls(UNPREPARE)) if outcome == "ok"]
+        assert unprepares == [([old_uid], "ok")], "the old claim unprepared once it could be"

@@ -39,6 +39,8 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#135686": ("1.35.8", "1.36.4", "2026-11-23"),
     # The 1.36.4 kubelet under the 1.37.1 control plane (reproduce swaps only the kubelet of a kubelet bug).
     "kubernetes#140527": ("1.36.4", "1.37.1", "2026-11-23"),
+    # The 1.33.13 kubelet under the 1.34.10 control plane.
+    "kubernetes#131513": ("1.33.13", "1.34.10", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
