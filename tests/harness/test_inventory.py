@@ -107,8 +107,14 @@ def test_a_live_tagged_process_is_found_and_gone_after_it_exits():
         [sys.executable, "-c", "import time; time.sleep(60)"], env={**os.environ, inventory.TAG_ENV: "check-1"}
     )
     try:
-        found = leaks(before, inventory.snapshot(), OURS)
-        assert [i.key.split(":")[0] for i in found] == [str(child.pid)]
+        # Waited for, not read once: a loaded host may show a just-started child's /proc entries late.
+        from device_conformance.wait.core import Pending, until
+
+        def seen():
+            found = [i.key.split(":")[0] for i in leaks(before, inventory.snapshot(), OURS)]
+            return True if found == [str(child.pid)] else Pending(f"ours: {found}")
+
+        until(seen, what=f"the tagged child {child.pid}, and only it, to show as ours", timeout=10)
     finally:
         child.kill()
         child.wait()
