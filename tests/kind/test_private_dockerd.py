@@ -176,6 +176,8 @@ def test_the_session_engine_goes_with_everything_in_it_when_the_run_is_interrupt
     finally:
         if inner.poll() is None:
             os.killpg(inner.pid, signal.SIGKILL)
+            inner.wait()
+            PrivateDockerd.cleanup_stale()  # the engine of the session this test had to kill: never left running
     assert "stopping the private dockerd" in output, output
     assert leftovers(engine) == []
     assert not Path("/sys/class/net", bridge).exists()
