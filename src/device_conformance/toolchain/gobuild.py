@@ -49,13 +49,25 @@ def module_gomod(version: KubeVersion) -> str:
 
 
 def download_modules(specs: Sequence[str], version: KubeVersion) -> list[dict[str, Any]]:
-    """`go mod download -json` of module@version specs: one record each (Path, Version, Dir, GoMod, ...).
+    """`go mod download -json` of k8s.io/kubernetes module@version specs: one record each (Path, Version, Dir,
+    GoMod, ...). Fails clearly for a version the proxy does not serve."""
+    records, problem = go_mod_download(specs, go_binary())
+    if problem is not None:
+        raise BadInput(
+            f"K8S_VERSION={version} cannot be fetched: the Go module proxy answers: {problem}",
+            f"pick a released version the proxy serves (default {DEFAULT_K8S_VERSION}; "
+            "`go list -m -versions k8s.io/kubernetes` lists them), or set K8S_BIN_DIR to binaries you already have",
+        )
+    return records
 
-    Runs outside any module or workspace, so only the proxy and the module cache are involved. The
-    module cache holds the files read-only. Fails clearly for a version the proxy does not serve."""
+
+def go_mod_download(specs: Sequence[str], go: str) -> tuple[list[dict[str, Any]], str | None]:
+    """`go mod download -json` of module@version specs: the records, and what went wrong (None when each spec
+    gave one record without an Error). Runs outside any module or workspace, so only the proxy and the module
+    cache are involved; the module cache holds the files read-only."""
     with tempfile.TemporaryDirectory(prefix="dc-go-download-") as neutral:
         proc = subprocess.run(
-            [go_binary(), "mod", "download", "-json", *specs],
+            [go, "mod", "download", "-json", *specs],
             cwd=neutral,
             env={**os.environ, "GOWORK": "off", "GOFLAGS": without_mod_flag(os.environ.get("GOFLAGS", ""))},
             capture_output=True,
@@ -65,13 +77,8 @@ def download_modules(specs: Sequence[str], version: KubeVersion) -> list[dict[st
     records = json_stream(proc.stdout)
     failed = [f"{r.get('Path')}@{r.get('Version')}: {r['Error']}" for r in records if "Error" in r]
     if proc.returncode != 0 or failed or len(records) != len(specs):
-        raise BadInput(
-            f"K8S_VERSION={version} cannot be fetched: the Go module proxy answers: "
-            + ("; ".join(failed) or proc.stderr.strip()),
-            f"pick a released version the proxy serves (default {DEFAULT_K8S_VERSION}; "
-            "`go list -m -versions k8s.io/kubernetes` lists them), or set K8S_BIN_DIR to binaries you already have",
-        )
-    return records
+        return records, "; ".join(failed) or proc.stderr.strip()
+    return records, None
 
 
 def json_stream(text: str) -> list[dict[str, Any]]:

@@ -7,17 +7,14 @@ lay `files/` into the node root the way its COPY lines do.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from device_conformance.errors import BadInput
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION
-from device_conformance.toolchain.gobuild import go_binary, json_stream, without_mod_flag
+from device_conformance.toolchain.gobuild import go_binary, go_mod_download
 
 KIND_MODULE = "sigs.k8s.io/kind"
 
@@ -36,19 +33,9 @@ class BaseRecipe:
 
 def download_module(spec: str) -> Path:
     """`go mod download` of one module@version; its directory in the module cache."""
-    with tempfile.TemporaryDirectory(prefix="dc-go-download-") as neutral:
-        proc = subprocess.run(
-            [go_binary(f"sources of {spec}", alternative=None), "mod", "download", "-json", spec],
-            cwd=neutral,
-            env={**os.environ, "GOWORK": "off", "GOFLAGS": without_mod_flag(os.environ.get("GOFLAGS", ""))},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    records = json_stream(proc.stdout)
-    if proc.returncode != 0 or len(records) != 1 or "Error" in records[0]:
-        said = records[0].get("Error") if records else proc.stderr.strip()
-        raise BadInput(f"cannot download {spec} from the Go module proxy: {said}", "check GOPROXY access")
+    records, problem = go_mod_download([spec], go_binary(f"sources of {spec}", alternative=None))
+    if problem is not None:
+        raise BadInput(f"cannot download {spec} from the Go module proxy: {problem}", "check GOPROXY access")
     return Path(records[0]["Dir"])
 
 
