@@ -19,16 +19,12 @@ import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from device_conformance.fakes.common.handle import PROCESS, ProcessHandle
 from device_conformance.fakes.common.process import FakeProcess
 from device_conformance.kube.kubelet_metrics import KubeletCounts
 from device_conformance.vendor_spec import DEVICE_PLUGIN, NODE_PATHS, VendorSpec
 
-# What a handle can do. Our fakes have all of them; a vendor's subject only PROCESS.
-PROCESS = "process"  # start, stop (SIGTERM), kill (SIGKILL), restart with the same paths
-FAULTS = "faults"  # make an RPC fail, block, delay or crash on demand
-CALL_LOG = "call-log"  # every RPC the kubelet made, with requests and answers
-CONTROL = "control"  # told at run time what to serve (devices, health, slices, registration)
-FAKE_CAPABILITIES = frozenset({PROCESS, FAULTS, CALL_LOG, CONTROL})
+# A vendor's subject can only be run (the names: fakes/common/handle.py).
 VENDOR_CAPABILITIES = frozenset({PROCESS})
 
 CommandFor = Callable[[Mapping[str, str]], str]
@@ -44,7 +40,7 @@ def node_values(spec: VendorSpec, node: object, kubeconfig: Path) -> dict[str, s
     return values
 
 
-class VendorHandle:
+class VendorHandle(ProcessHandle):
     CAPABILITIES = VENDOR_CAPABILITIES
 
     def __init__(self, spec: VendorSpec, command: str, workdir: Path, counts: KubeletCounts) -> None:
@@ -57,17 +53,6 @@ class VendorHandle:
     def name(self) -> str:
         return f"vendor {self.spec.kind} {self.spec.name} (pid {self.pid})"
 
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
-
-    @property
-    def log_path(self) -> Path:
-        return self.process.log_path
-
-    def is_running(self) -> bool:
-        return self.process.is_running()
-
     def start(self) -> None:
         """Start the subject; it counts as started once its process runs (readiness is the caller's wait on
         what the kubelet shows: node status, registration)."""
@@ -77,10 +62,6 @@ class VendorHandle:
         self.starts += 1
 
     respawn = start  # the fakes' name for "start again after kill() or stop()"
-
-    def kill(self) -> None:
-        """SIGKILL to the subject's whole session, like a crash: its sockets stay behind."""
-        self.process.kill()
 
     def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM (a well-behaved subject removes its sockets), SIGKILL after `timeout`; whatever it left in
@@ -98,9 +79,6 @@ class VendorHandle:
         else:
             self.stop()
         self.start()
-
-    def log_tail(self, lines: int = 30) -> str:
-        return self.process.log_tail(lines)
 
     def cleanup(self) -> None:
         self.stop()

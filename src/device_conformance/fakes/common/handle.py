@@ -27,9 +27,45 @@ def code_name(code: str | grpc.StatusCode) -> str:
     return code.name if isinstance(code, grpc.StatusCode) else code
 
 
-class FakeHandle:
-    # What the handle can do (vendor_handles.py names them; a vendor's subject has only "process").
-    CAPABILITIES: ClassVar[frozenset[str]] = frozenset({"process", "faults", "call-log", "control"})
+# What a handle can do. Our fakes have all of them; a vendor's subject (vendor_handles.py) only PROCESS.
+PROCESS = "process"  # start, stop (SIGTERM), kill (SIGKILL), restart with the same paths
+FAULTS = "faults"  # make an RPC fail, block, delay or crash on demand
+CALL_LOG = "call-log"  # every RPC the kubelet made, with requests and answers
+CONTROL = "control"  # told at run time what to serve (devices, health, slices, registration)
+FAKE_CAPABILITIES = frozenset({PROCESS, FAULTS, CALL_LOG, CONTROL})
+
+
+class ProcessHandle:
+    """The process verbs every handle has, ours or a vendor's: over one FakeProcess (`self.process`)."""
+
+    process: FakeProcess
+
+    @property
+    def name(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid
+
+    @property
+    def log_path(self) -> Path:
+        return self.process.log_path
+
+    def is_running(self) -> bool:
+        return self.process.is_running()
+
+    def kill(self) -> None:
+        """SIGKILL, like a crashed vendor binary: its sockets stay behind (a fake's call log stays readable)."""
+        self.process.kill()
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last lines of the process's own output (all its runs)."""
+        return self.process.log_tail(lines)
+
+
+class FakeHandle(ProcessHandle):
+    CAPABILITIES: ClassVar[frozenset[str]] = FAKE_CAPABILITIES
     # Set by each fake: the call that carries the kubelet's registration verdict, and how to read it.
     REGISTRATION_METHOD: ClassVar[str]
     REGISTRATION_KIND: ClassVar[str] = RPC
@@ -45,22 +81,7 @@ class FakeHandle:
     def name(self) -> str:
         return f"{self.title} (pid {self.pid})"
 
-    # -- the process ---------------------------------------------------------------------------------
-
-    @property
-    def pid(self) -> int | None:
-        return self.process.pid
-
-    @property
-    def log_path(self) -> Path:
-        return self.process.log_path
-
-    def is_running(self) -> bool:
-        return self.process.is_running()
-
-    def kill(self) -> None:
-        """SIGKILL, like a crashed vendor binary: its sockets stay behind, the call log stays readable."""
-        self.process.kill()
+    # -- the process (pid, log_path, is_running, kill, log_tail: ProcessHandle) ------------------------
 
     def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM and wait (SIGKILL after timeout); returns the exit code (0 = clean shutdown)."""
@@ -84,10 +105,6 @@ class FakeHandle:
         else:
             self.stop()
         self.respawn(timeout)
-
-    def log_tail(self, lines: int = 30) -> str:
-        """The last lines of the fake's own output (all its runs)."""
-        return self.process.log_tail(lines)
 
     def cleanup(self) -> None:
         """Idempotent: no process, no socket and no temporary directory left behind."""
