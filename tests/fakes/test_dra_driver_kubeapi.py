@@ -125,7 +125,8 @@ def test_ensure_device_class_creates_and_repairs_the_selector(monkeypatch):
     assert [verb for verb, _ in fake.writes] == ["create", "replace"]
 
 
-def test_driver_republishes_owned_slice_when_taints_change(api, tmp_path):
+def _driver_on(api, tmp_path, **config):
+    """A fake DRA driver for node-1 whose slices go to the in-memory API (as if a kubeconfig had been given)."""
     from device_conformance.fakes.dra_driver.driver import Driver
 
     class FakeCore:
@@ -139,12 +140,17 @@ def test_driver_republishes_owned_slice_when_taints_change(api, tmp_path):
             node_name="node-1",
             registry_dir=str(tmp_path),
             plugin_dir=str(tmp_path),
-            devices=[DeviceSpec("dev-0")],
             control_socket=str(tmp_path / "c.sock"),
             call_log=str(tmp_path / "calls.jsonl"),
+            **config,
         )
     )
-    driver.slices.kube = api  # as if a kubeconfig had been given
+    driver.slices.kube = api
+    return driver
+
+
+def test_driver_republishes_owned_slice_when_taints_change(api, tmp_path):
+    driver = _driver_on(api, tmp_path, devices=[DeviceSpec("dev-0")])
 
     first = driver.publish_slices()
     second = driver.set_taints("dev-0", [{"key": "example.com/bad", "effect": "NoExecute"}])
@@ -159,27 +165,9 @@ def test_driver_republishes_owned_slice_when_taints_change(api, tmp_path):
 def test_driver_keeps_both_slices_of_a_partitioned_pool_at_one_generation(api, tmp_path):
     """Only the device slice changes: it is bumped, and the counter slice follows to the same generation
     (consumers ignore slices of a lower generation than the pool's highest)."""
-    from device_conformance.fakes.dra_driver.driver import Driver
 
-    class FakeCore:
-        def read_node(self, name, **_):
-            return client.V1Node(metadata=client.V1ObjectMeta(name=name, uid="node-uid"))
-
-    api._core = FakeCore()
     partition = DeviceSpec("gpu-0-half-a", consumes_counters={"gpu-0": {"memory": "2Gi"}})
-    driver = Driver(
-        DriverConfig(
-            driver_name="dra.example.com",
-            node_name="node-1",
-            registry_dir=str(tmp_path),
-            plugin_dir=str(tmp_path),
-            devices=[partition],
-            shared_counters={"gpu-0": {"memory": "4Gi"}},
-            control_socket=str(tmp_path / "c.sock"),
-            call_log=str(tmp_path / "calls.jsonl"),
-        )
-    )
-    driver.slices.kube = api
+    driver = _driver_on(api, tmp_path, devices=[partition], shared_counters={"gpu-0": {"memory": "4Gi"}})
 
     first = driver.publish_slices()
     again = driver.publish_slices()
