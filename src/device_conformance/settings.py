@@ -21,6 +21,7 @@ from device_conformance.expectations.versions import (
     KUBELET_SKEW_MINORS,
     PREVIOUS_MINOR_VERSION,
     KubeVersion,
+    kubelet_skew_allows,
 )
 from device_conformance.toolchain import containerd
 from device_conformance.toolchain.source_tree import VERSION_FILE, tree_version
@@ -359,7 +360,7 @@ class _Resolver:
                 "kube-apiserver",
                 f"set K8S_VERSION to {kubelet.value} or newer, {undo}",
             )
-        if version.value.minor - kubelet.value.minor > KUBELET_SKEW_MINORS:
+        if not kubelet_skew_allows(version.value, kubelet.value):
             oldest = f"{version.value.major}.{version.value.minor - KUBELET_SKEW_MINORS}"
             raise BadInput(
                 f"{shown} is more than {KUBELET_SKEW_MINORS} minors older than {plane}, outside the version-skew "

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from device_conformance.cli import release_run
 from device_conformance.errors import BadInput
-from device_conformance.expectations.versions import KUBELET_SKEW_MINORS, KubeVersion
+from device_conformance.expectations.versions import KubeVersion, kubelet_skew_allows
 
 PASS, FAIL, UNTESTABLE = "pass", "fail", "untestable"
 MISSES_BEFORE_END_OF_MINOR = 3  # the proxy refuses single patches (e.g. 1.35.7) but serves later ones
@@ -56,7 +56,7 @@ SWAP_KUBELET, SWAP_ALL = "kubelet", "all"
 def step_versions(step: KubeVersion, newer: KubeVersion, swap: str) -> tuple[KubeVersion, KubeVersion | None]:
     """(control plane, kubelet or None for the same) of one step: the newer endpoint's control plane with
     the step's kubelet, unless --swap all or the step is older than the version-skew policy allows."""
-    if swap == SWAP_ALL or step == newer or newer.minor - step.minor > KUBELET_SKEW_MINORS:
+    if swap == SWAP_ALL or step == newer or not kubelet_skew_allows(newer, step):
         return step, None
     return newer, step
 

@@ -23,7 +23,7 @@ from device_conformance.cli import release_run
 from device_conformance.errors import BadInput
 from device_conformance.expectations.behaviour import KUBELET, KnownBug
 from device_conformance.expectations.bugtable import KNOWN_BUGS
-from device_conformance.expectations.versions import KUBELET_SKEW_MINORS, MATRIX_VERSIONS, KubeVersion
+from device_conformance.expectations.versions import MATRIX_VERSIONS, KubeVersion, kubelet_skew_allows
 
 _TEST_RE = re.compile(r"suites/[\w/]+\.py::\w+")
 
@@ -53,7 +53,7 @@ def affected_run(
     bug: KnownBug, bad: KubeVersion, good: KubeVersion, whole_cluster: bool
 ) -> tuple[KubeVersion, KubeVersion | None]:
     """(control plane, kubelet or None for the same) of the run on the affected release."""
-    if whole_cluster or bug.component != KUBELET or good.minor - bad.minor > KUBELET_SKEW_MINORS:
+    if whole_cluster or bug.component != KUBELET or not kubelet_skew_allows(good, bad):
         return bad, None
     return good, bad
 

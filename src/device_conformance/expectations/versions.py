@@ -75,6 +75,13 @@ PREVIOUS_MINOR_VERSION = KubeVersion(1, 36, 4)
 # kubelet up to 3 minors older than kube-apiserver"; kubernetes.io/releases/version-skew-policy). Never newer.
 KUBELET_SKEW_MINORS = 3
 
+
+def kubelet_skew_allows(control_plane: KubeVersion, kubelet: KubeVersion) -> bool:
+    """Whether a kubelet of this release may run under this control plane (never newer, at most
+    KUBELET_SKEW_MINORS minors older)."""
+    return kubelet <= control_plane and control_plane.minor - kubelet.minor <= KUBELET_SKEW_MINORS
+
+
 # The version matrix (`make matrix`): for each minor 1.31-1.37 the newest patch that builds here: the Go
 # module proxy serves k8s.io/kubernetes and every staging module k8s.io/<name>@v0.Y.Z its go.mod replaces,
 # and the checksum database has an entry (probed 2026-11-23 via proxy.golang.org/<module>/@v/<v>.zip and
