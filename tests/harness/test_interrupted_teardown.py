@@ -89,3 +89,40 @@ def test_an_interrupted_namespace_setup_leaves_no_holder(run_layout, monkeypatch
     with pytest.raises(KeyboardInterrupt):
         node_namespace.NodeNamespace.create(run_layout)
     assert local_teardown.run_processes("r0c0ffe") == [], "the namespace holder outlived the interrupted set-up"
+
+
+class _ExecingProcEntry:
+    """A /proc/<pid> entry read while its process is in execve: environ is empty for the first reads."""
+
+    def __init__(self, environ: bytes, empty_reads: int, stat: str) -> None:
+        self.environ, self.empty_reads, self.stat = environ, empty_reads, stat
+
+    def __truediv__(self, name: str):
+        entry = self
+
+        class _File:
+            def read_bytes(self) -> bytes:
+                entry.empty_reads -= 1
+                return b"" if entry.empty_reads >= 0 else entry.environ
+
+            def read_text(self) -> str:
+                return entry.stat
+
+        return _File()
+
+
+USER_STAT = "4242 (unshare) R 1 4242 4242 0 -1 4194560 0 0 0 0"
+KTHREAD_STAT = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0"
+
+
+def test_a_process_caught_in_execve_is_read_again_not_taken_as_someone_elses():
+    # The CI failure of test_an_interrupted_namespace_setup_leaves_no_holder: `unshare` had made the namespace
+    # and was exec'ing `sleep`, so its environ read as empty once (fs/proc/base.c environ_read).
+    entry = _ExecingProcEntry(f"{RUN_ENV}=r0c0ffe\0".encode(), empty_reads=3, stat=USER_STAT)
+    assert local_teardown._environ(entry) == f"{RUN_ENV}=r0c0ffe\0".encode()
+
+
+def test_a_kernel_thread_is_read_once():
+    entry = _ExecingProcEntry(b"never", empty_reads=1, stat=KTHREAD_STAT)
+    assert local_teardown._environ(entry) == b""
+    assert entry.empty_reads == 0, "a kernel thread has no environment to wait for"

@@ -88,13 +88,34 @@ def run_processes(run_id: str) -> list[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if wanted in environ.split(b"\0"):
+        if wanted in _environ(entry).split(b"\0"):
             pids.append(int(entry.name))
     return pids
+
+
+_PF_KTHREAD = 0x00200000  # include/linux/sched.h
+
+
+def _environ(proc_entry: Path, attempts: int = 50) -> bytes:
+    """A process's environment; b"" if it is gone or a kernel thread.
+
+    A process in the middle of execve reads as empty (fs/proc/base.c environ_read: no mm yet), and the
+    namespace holder is exactly that right after `unshare` execs `sleep`: an empty read of a user
+    process is read again rather than taken as "not ours".
+    """
+    for _ in range(attempts):
+        try:
+            environ = (proc_entry / "environ").read_bytes()
+            if environ:
+                return environ
+            stat = (proc_entry / "stat").read_text()
+        except OSError:
+            return b""
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] in ("Z", "X") or int(fields[6]) & _PF_KTHREAD:  # no environment to read, ever
+            return b""
+        time.sleep(0.002)
+    return b""
 
 
 def _kill(pid: int, timeout: float = 10) -> None:
