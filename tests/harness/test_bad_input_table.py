@@ -25,6 +25,9 @@ from pathlib import Path
 import pytest
 from bad_input_rows import CLI, GIVEN, PYTEST, PYTHON, REGENERATE, ROWS, Given, Row, markdown
 
+from device_conformance.process import pid_alive
+from device_conformance.providers.kind.dockerd import OWNER_FILE, ROOT_PREFIX
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "bad-input.md"
 BIN = Path(sys.executable).parent
@@ -203,9 +206,25 @@ def _try(row: Row, tmp: Path, rows_root: Path) -> Outcome:
         left += [
             f"mount {m}"
             for m in new_mounts
-            if _under(m, tmp) or not (_under(m, rows_root) or (_under(m, others) and not _under(m, rows_root.parent)))
+            if _under(m, tmp)
+            or not (
+                _under(m, rows_root) or (_under(m, others) and not _under(m, rows_root.parent)) or _of_a_live_engine(m)
+            )
         ]
     return Outcome(tmp, env, returncode, output, left)
+
+
+def _of_a_live_engine(mount: str) -> bool:
+    """A mount in a private dockerd's root whose owner still runs: a kind run beside this one (the row's own
+    processes are gone by now, killed above if they were not)."""
+    point = Path(mount.split()[0])
+    roots = [p for p in (point, *point.parents) if p.parent == Path("/tmp") and p.name.startswith(ROOT_PREFIX)]
+    if not roots:
+        return False
+    try:
+        return pid_alive(int((roots[0] / OWNER_FILE).read_text()))
+    except (OSError, ValueError):
+        return False
 
 
 def _under(mount: str, directory: Path) -> bool:
