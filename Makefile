@@ -16,8 +16,9 @@ E2E_WORKERS ?= auto
 KUBELET_VERSION ?=
 K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE)) \
   $(if $(KUBELET_VERSION),--kubelet-version $(KUBELET_VERSION))
+K8S_VERSION_ARG = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
-.PHONY: venv lock test test-fast e2e bench interrupt-check matrix lint protos setup cleanup chromium
+.PHONY: venv lock test test-fast e2e certify-upstream bench interrupt-check matrix lint protos setup cleanup chromium
 
 venv: $(VENV)/.installed
 
@@ -62,6 +63,21 @@ endif
 e2e: setup
 	E2E_WORKERS=$(E2E_WORKERS) $(BIN)/pytest suites -n auto --dist loadgroup \
 	  $(if $(PROVIDER),--provider $(PROVIDER)) $(K8S_ARGS) $(PYTEST_ARGS)
+
+# Upstream's two subjects certified in sanity and e2e (vendor) mode, one report folder each under
+# $(CERTIFY_OUT) (CI keeps it as its artifact); every report's verdict table is printed at the end.
+CERTIFY_OUT ?= artifacts/certification
+certify-upstream: setup
+	rm -rf $(CERTIFY_OUT) && mkdir -p $(CERTIFY_OUT)
+	$(BIN)/device-conformance certify sample-device-plugin $(K8S_VERSION_ARG) --out $(CERTIFY_OUT)/sanity-sample-device-plugin
+	$(BIN)/device-conformance certify dra-test-driver $(K8S_VERSION_ARG) --out $(CERTIFY_OUT)/sanity-dra-test-driver
+	$(BIN)/pytest suites/device_plugin -p no:cacheprovider -q $(K8S_ARGS) \
+	  --vendor-device-plugin example.com/resource --vendor-command upstream:sample-device-plugin \
+	  --vendor-report $(CERTIFY_OUT)/e2e-sample-device-plugin
+	$(BIN)/pytest suites/dra -p no:cacheprovider -q -n auto --dist loadgroup $(K8S_ARGS) \
+	  --vendor-dra-driver test-driver.cdi.k8s.io --vendor-command upstream:dra-test-driver \
+	  --vendor-report $(CERTIFY_OUT)/e2e-dra-test-driver
+	$(BIN)/device-conformance certify summary $(CERTIFY_OUT)
 
 # BENCH_ARGS: e.g. --skip-suite (a quick run without the suite wall times), --workers 1,2, --marks ''.
 BENCH_ARGS ?=

@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from device_conformance.certify import limits
+from device_conformance.certify import limits, summary
 from device_conformance.certify.report import write_report
 from device_conformance.certify.report_markdown import summary_table
 from device_conformance.certify.verdicts import Certification
@@ -83,6 +83,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     test_driver.add_argument("--out", default="certification-dra-test-driver", help="report folder")
     test_driver.set_defaults(func=_dra_test_driver)
     kinds.add_parser("clauses", help="print the clause catalogue (Markdown)").set_defaults(func=_clauses)
+    summary = kinds.add_parser(
+        "summary", help="one table over report folders (a run's --out or --vendor-report, or a folder of them)"
+    )
+    summary.add_argument("folders", nargs="+", type=Path, help="report folders, or folders holding report folders")
+    summary.set_defaults(func=_summary)
+
+
+def _summary(args: argparse.Namespace) -> int:
+    """Exit 1 when any report FAILED, so CI goes red on a finding."""
+    rows = [row for folder in args.folders for row in summary.read_reports(folder)]
+    print(summary.render(rows))
+    return 0 if all(row.passed for row in rows) else 1
 
 
 def _quiet_grpc() -> None:
