@@ -15,7 +15,7 @@ from device_conformance.fixtures.dra_pods import (
 )
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.expectations.dra import FIRST_DRA_MINOR, PARTIAL_PREPARE_DUPLICATES_DEVICES
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kubelet_state import dra as dra_state
 from device_conformance.podresources import ClaimResource, DynamicResource
@@ -102,23 +102,49 @@ def checkpoint_devices(node, uid):
     }
 
 
+# How many Prepare attempts of the pod the test lets fail waiting for the kubelet to ask driver a before driver b:
+# it walks its batch of drivers in Go map order, so each attempt is either order.
+PARTIAL_FAILURE_ATTEMPTS = 5
+
+
+def fail_b_after_a_answered(a, b, claim):
+    """Hold each of b's Prepare calls; fail the held call once a has answered in the same attempt (the kubelet
+    calls the pod's drivers one after the other and stops at the first failure, so a answered before b was
+    called, or was not called at all). An attempt where b came first fails too, and the next one (at the pod
+    resync) is tried. Returns how many of b's calls failed."""
+    for attempt in range(1, PARTIAL_FAILURE_ATTEMPTS + 1):
+        b.wait_for_blocked(PREPARE, timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
+        a_answered = len(a.calls(PREPARE)) == 1  # a answers every call: attempts that reached it
+        b.fail_prepare("injected prepare failure", times=1)
+        b.unblock(PREPARE)
+        b.wait_for_call(PREPARE, attempt, ok=False)
+        if a_answered:
+            return attempt
+        b.block_prepare()  # b came first: hold the next attempt's call too (it comes at the resync)
+    pytest.fail(
+        f"in {PARTIAL_FAILURE_ATTEMPTS} attempts to prepare claim {claim} the kubelet always called driver b before "
+        f"driver a: the partial failure (a prepared, b failed) never happened; b's calls: {by_call(b.calls(PREPARE))}"
+    )
+
+
 @pytest.mark.slow  # the failed NodePrepareResources is retried at the pod resync, 60-90 s
 @pytest.mark.scenario("DRA-T3")
+@pytest.mark.known_bug(PARTIAL_PREPARE_DUPLICATES_DEVICES)
 def test_prepare_failed_for_one_of_two_drivers_is_retried_without_duplicate_devices(
-    node, dra_driver, dra_objects, cdi_runtime
+    node, dra_driver, dra_objects, cdi_runtime, shows_known_bug
 ):
     """kubernetes#140274: the driver that succeeded before the other failed answers again in the retry; its devices
     must replace, not add to, what the kubelet holds (checkpoint, podresources, the container's CDI devices)."""
     a = dra_driver(devices=("a-0",))
     b = dra_driver(devices=("b-0",))
-    b.fail_prepare("injected prepare failure", times=1)
+    b.block_prepare()
     pair = claim_with_requests(dra_objects, {"first": name_of(a), "second": name_of(b)})
     pod = claims_pod(dra_objects, "partial", {"pair": pair}, {"main": ["pair"]})
-    b.wait_for_call(PREPARE, ok=False)
+    failures = fail_b_after_a_answered(a, b, pair)
     pod.wait_running(timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
     uid = allocation(dra_objects, pair)[0]
 
-    assert claim_record(b.calls(PREPARE)) == [([uid], "error UNKNOWN"), ([uid], "ok")]
+    assert claim_record(b.calls(PREPARE)) == [([uid], "error UNKNOWN")] * failures + [([uid], "ok")]
     # The claim is not prepared until both drivers answered: the retry asks both again.
     assert claim_record(a.calls(PREPARE)) == [([uid], "ok"), ([uid], "ok")]
     answered = {d.config.driver_name: d.prepared()[uid]["devices"] for d in (a, b)}
@@ -126,8 +152,6 @@ def test_prepare_failed_for_one_of_two_drivers_is_retried_without_duplicate_devi
         driver: [(x["pool_name"], x["device_name"], x["request_names"], x["cdi_device_ids"]) for x in devices]
         for driver, devices in answered.items()
     }
-    assert checkpoint_devices(node, uid) == expected, "dra_manager_state holds each device once"
-    listed = pod.wait_podresources().container("main").dynamic_resources
     claim_resources = sorted(
         (
             ClaimResource(driver, pool, device, tuple(ids))
@@ -136,7 +160,11 @@ def test_prepare_failed_for_one_of_two_drivers_is_retried_without_duplicate_devi
         ),
         key=device_key,
     )
-    assert in_device_order(listed) == (DynamicResource(pair, pod.namespace, tuple(claim_resources)),), (
-        "podresources, each once"
-    )
-    assert seen_env(pod) == expected_env(dra_objects, pair)
+    # Before the fix the first answer of a stays and the retry's is appended: a-0 twice in all three.
+    with shows_known_bug(PARTIAL_PREPARE_DUPLICATES_DEVICES):
+        assert checkpoint_devices(node, uid) == expected, "dra_manager_state holds each device once"
+        listed = pod.wait_podresources().container("main").dynamic_resources
+        assert in_device_order(listed) == (DynamicResource(pair, pod.namespace, tuple(claim_resources)),), (
+            "podresources, each once"
+        )
+        assert seen_env(pod) == expected_env(dra_objects, pair)

@@ -96,6 +96,23 @@ VERDICTS = [
             ("1.37.1", False),
         ]
     ],
+    *[
+        (dra.PARTIAL_PREPARE_DUPLICATES_DEVICES, release, affected)
+        for release, affected in [
+            ("1.31.4", False),  # before the first release the DRA suites run on
+            ("1.32.0", True),
+            ("1.33.13", True),
+            ("1.34.10", True),
+            ("1.34.11", True),
+            ("1.34.12", False),  # cherry-pick #140953
+            ("1.35.0", True),
+            ("1.35.8", True),  # cherry-pick #140954 not merged
+            ("1.36.3", True),
+            ("1.36.4", False),  # cherry-pick #140955
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
 ]
 
 
@@ -386,6 +403,7 @@ MATRIX_TABLE = {
     "kubernetes#140527": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0
     "kubernetes#131513": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0
     "kubernetes#141290": ("kube-controller-manager", "FFFTTTT"),  # DRAExtendedResource 1.34.0, unfixed
+    "kubernetes#140274": ("kubelet", "FTTTTFF"),  # 1.32.0 to 1.37.0, 1.36.4 and 1.34.12 (after 1.34.10)
 }
 
 

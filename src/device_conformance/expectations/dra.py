@@ -169,3 +169,29 @@ DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED = KnownBug(
     shown_by="suites/dra/test_dra_extended_resources.py::test_extended_resource_pod_is_evicted_by_a_noexecute_rule",
     component=CONTROLLER_MANAGER,  # the device-taint eviction controller
 )
+
+# prepareResources appended each driver's NodePrepareResources answer to the claim's DriverState; when another
+# driver of the same pod then failed, the claim was left unprepared with the first driver's devices, and the
+# retry appended them again: the claim's devices (checkpoint, podresources) and the CDI device IDs handed to
+# the runtime held them twice. Fix PR #140274 (resetDevices before applying an answer; no issue filed):
+# CHANGELOG-1.37 v1.37.0, in module source v1.37.0 and v1.37.1 (pkg/kubelet/cm/dra/claiminfo.go). Cherry-picks:
+# #140955 to 1.36, CHANGELOG-1.36 v1.36.4 (read in module source v1.37.0), resetDevices in module source v1.36.4;
+# #140953 to 1.34: resetDevices in module source v1.34.12, not in v1.34.11 or v1.34.10 (both zips fetched
+# without a checksum entry; v1.34.12's CHANGELOG-1.34 stops at v1.34.11, so the patch number is from the
+# source). #140954 (1.35) was still open, and module source v1.35.9+ cannot be fetched here (403): 1.35 is
+# recorded as unfixed. First affected not pinned down: the append (ClaimInfo.addDevice) is in module source
+# v1.33.13 and v1.34.10; set to the first release the DRA suites run on.
+PARTIAL_PREPARE_DUPLICATES_DEVICES = KnownBug(
+    issue="kubernetes#140274",
+    title="a Prepare that failed for one driver of a pod is retried with the other driver's devices twice",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(
+        Fix("1.37.0", "kubernetes#140274"),
+        Fix("1.36.4", "kubernetes#140955"),
+        Fix("1.34.12", "kubernetes#140953"),
+    ),
+    shown_by=(
+        "suites/dra/test_dra_multi_claim.py::"
+        "test_prepare_failed_for_one_of_two_drivers_is_retried_without_duplicate_devices"
+    ),
+)
