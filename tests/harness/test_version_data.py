@@ -97,6 +97,19 @@ VERDICTS = [
         ]
     ],
     *[
+        (deviceplugin.DEVICE_HEALTH_PUSHED_TO_WRONG_POD, release, affected)
+        for release, affected in [
+            ("1.30.14", False),
+            ("1.31.0", True),
+            ("1.33.13", True),
+            ("1.34.12", True),
+            ("1.36.4", True),
+            ("1.36.5", True),
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
         (dra.PARTIAL_PREPARE_DUPLICATES_DEVICES, release, affected)
         for release, affected in [
             ("1.31.4", False),  # before the first release the DRA suites run on
@@ -404,6 +417,7 @@ MATRIX_TABLE = {
     "kubernetes#131513": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0
     "kubernetes#141290": ("kube-controller-manager", "FFFTTTT"),  # DRAExtendedResource 1.34.0, unfixed
     "kubernetes#140274": ("kubelet", "FTTTTFF"),  # 1.32.0 to 1.37.0, 1.36.4 and 1.34.12 (after 1.34.10)
+    "kubernetes#140268": ("kubelet", "TTTTTTF"),  # 1.31.0 (KEP-4680, device plugins) to 1.37.0, no cherry-pick
 }
 
 

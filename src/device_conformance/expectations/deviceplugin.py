@@ -173,3 +173,23 @@ REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT = KnownBug(
     first_affected="1.37.0",
     shown_by="suites/device_plugin/test_registration.py::test_late_disconnect_of_a_reused_socket_frees_the_socket",
 )
+
+# A device's health change makes the device manager push the pod holding it to the sync loop, so that the pod's
+# allocatedResourcesStatus shows it at once (KEP-4680, ResourceHealthStatus). podDevices.getPodAndContainerForDevice
+# matched the device ID alone across every resource, so with another plugin's device of the same ID allocated to
+# another pod, Go map order picked either pod: the owner's status then changed only at its next resync (60-90 s).
+# Found as the flaking upstream e2e test of #140268; fix PR #140323 scopes the lookup by resource name:
+# CHANGELOG-1.37 v1.37.0-beta.0 (so v1.37.0), the resourceName parameter in module source v1.37.0 and v1.37.1; not
+# in v1.36.4, v1.36.5 (zip fetched without a checksum entry), v1.34.12, v1.33.13 or v1.31.0; no cherry-pick found.
+# First affected: 1.31.0, where the lookup came with the device-plugin half of KEP-4680 (PR #126243; the gate is
+# alpha and off until 1.36, so only clusters that turned it on show it before 1.36).
+DEVICE_HEALTH_PUSHED_TO_WRONG_POD = KnownBug(
+    issue="kubernetes#140268",
+    title="a device health change is pushed to another pod holding a device of the same ID under another resource",
+    first_affected="1.31.0",
+    fixes=(Fix("1.37.0", "kubernetes#140323"),),
+    shown_by=(
+        "suites/device_plugin/test_health_status.py::"
+        "test_health_change_is_pushed_to_its_own_pod_when_other_resources_have_the_same_device_id"
+    ),
+)
