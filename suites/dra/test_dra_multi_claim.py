@@ -15,7 +15,11 @@ from device_conformance.fixtures.dra_pods import (
 )
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR, PARTIAL_PREPARE_DUPLICATES_DEVICES
+from device_conformance.expectations.dra import (
+    ALREADY_PREPARED_CLAIM_SKIPS_THE_REST,
+    FIRST_DRA_MINOR,
+    PARTIAL_PREPARE_DUPLICATES_DEVICES,
+)
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kubelet_state import dra as dra_state
 from device_conformance.podresources import ClaimResource, DynamicResource
@@ -87,6 +91,33 @@ def test_init_and_app_containers_both_see_the_claim_they_name(dra_driver, dra_ob
     assert seen_env(pod, "main") == expected, "the app container's DRA_ environment"
     uid = allocation(dra_objects, claim)[0]
     assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "one prepare for the init and the app container"
+
+
+@pytest.mark.known_bug(ALREADY_PREPARED_CLAIM_SKIPS_THE_REST)
+def test_pod_with_a_claim_another_pod_prepared_and_a_new_claim_gets_both(
+    dra_driver, dra_objects, cdi_runtime, shows_known_bug
+):
+    """kubernetes#135901: the second pod names the first pod's claim (prepared) first, then a new claim; the
+    kubelet must skip only the prepared one: one Prepare for the new claim, and the pod runs seeing both. Before
+    the fix the new claim never reached the claim cache nor the driver, and the pod never started."""
+    driver = dra_driver(devices=("dev-0", "dev-1"))
+    shared = claim_with_requests(dra_objects, {"only": name_of(driver)})
+    first = claims_pod(dra_objects, "first", {"shared": shared}, {"main": ["shared"]})
+    first.wait_running(timeout=timeouts.CLAIM_POD_START)
+    shared_uid = allocation(dra_objects, shared)[0]
+    assert claim_record(driver.calls(PREPARE)) == [([shared_uid], "ok")]
+
+    own = claim_with_requests(dra_objects, {"only": name_of(driver)})
+    second = claims_pod(dra_objects, "second", {"shared": shared, "own": own}, {"main": ["shared", "own"]})
+    with shows_known_bug(ALREADY_PREPARED_CLAIM_SKIPS_THE_REST):  # before the fix: never Running
+        second.wait_running(timeout=timeouts.CLAIM_POD_START)
+        own_uid = allocation(dra_objects, own)[0]
+        assert claim_record(driver.calls(PREPARE)) == [([shared_uid], "ok"), ([own_uid], "ok")]
+        assert seen_env(second) == sorted(expected_env(dra_objects, shared) + expected_env(dra_objects, own))
+    # On every release: the first pod keeps running on its claim, prepared once.
+    assert first.read().status.phase == "Running", f"{first}"
+    assert claim_record(driver.calls(PREPARE))[0] == ([shared_uid], "ok")
+    assert seen_env(first) == expected_env(dra_objects, shared)
 
 
 def checkpoint_devices(node, uid):

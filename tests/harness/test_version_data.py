@@ -110,6 +110,21 @@ VERDICTS = [
         ]
     ],
     *[
+        (dra.ALREADY_PREPARED_CLAIM_SKIPS_THE_REST, release, affected)
+        for release, affected in [
+            ("1.33.13", False),
+            ("1.34.0", True),
+            ("1.34.3", True),
+            ("1.34.4", False),
+            ("1.34.10", False),
+            ("1.35.0", True),
+            ("1.35.1", False),
+            ("1.35.8", False),
+            ("1.36.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
         (dra.PARTIAL_PREPARE_DUPLICATES_DEVICES, release, affected)
         for release, affected in [
             ("1.31.4", False),  # before the first release the DRA suites run on
@@ -417,6 +432,7 @@ MATRIX_TABLE = {
     "kubernetes#131513": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0
     "kubernetes#141290": ("kube-controller-manager", "FFFTTTT"),  # DRAExtendedResource 1.34.0, unfixed
     "kubernetes#140274": ("kubelet", "FTTTTFF"),  # 1.32.0 to 1.37.0, 1.36.4 and 1.34.12 (after 1.34.10)
+    "kubernetes#135901": ("kubelet", "FFFFFFF"),  # 1.34.0 to 1.34.4 / 1.35.1 / 1.36.0: no matrix release
     "kubernetes#140268": ("kubelet", "TTTTTTF"),  # 1.31.0 (KEP-4680, device plugins) to 1.37.0, no cherry-pick
 }
 

@@ -195,3 +195,25 @@ PARTIAL_PREPARE_DUPLICATES_DEVICES = KnownBug(
         "test_prepare_failed_for_one_of_two_drivers_is_retried_without_duplicate_devices"
     ),
 )
+
+# prepareResources walked the pod's claims in one locked loop (from 1.34.0, when the cache update moved after
+# the driver lookups) and `return`ed from it at the first claim already prepared, so the pod's later claims
+# were neither added to the claim cache nor prepared: a pod naming a claim another pod had prepared, then a
+# new one, failed in GetResources ("unable to get claim info for ResourceClaim ...") and never ran (#135901).
+# Read in module source pkg/kubelet/cm/dra/manager.go: `return nil` in v1.34.0, v1.34.3 and v1.35.0, `continue`
+# in v1.34.10, v1.35.8, v1.36.4 and v1.37.1; v1.33.13 returns from a per-claim closure (no bug). Fix PR #135919:
+# CHANGELOG-1.36 v1.36.0 (module source v1.36.5). Cherry-picks: #136463 in CHANGELOG-1.35 v1.35.1, #136480 in
+# CHANGELOG-1.34 v1.34.4 (module sources v1.35.8 and v1.34.12).
+ALREADY_PREPARED_CLAIM_SKIPS_THE_REST = KnownBug(
+    issue="kubernetes#135901",
+    title="a pod's claims after one that is already prepared are never prepared and the pod never starts",
+    first_affected="1.34.0",
+    fixes=(
+        Fix("1.36.0", "kubernetes#135919"),
+        Fix("1.35.1", "kubernetes#136463"),
+        Fix("1.34.4", "kubernetes#136480"),
+    ),
+    shown_by=(
+        "suites/dra/test_dra_multi_claim.py::test_pod_with_a_claim_another_pod_prepared_and_a_new_claim_gets_both"
+    ),
+)
