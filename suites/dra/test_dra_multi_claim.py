@@ -193,7 +193,8 @@ def test_prepare_failed_for_one_of_two_drivers_is_retried_without_duplicate_devi
     )
     # Before the fix the first answer of a stays and the retry's is appended: a-0 twice in all three.
     with shows_known_bug(PARTIAL_PREPARE_DUPLICATES_DEVICES):
-        assert checkpoint_devices(node, uid) == expected, "dra_manager_state holds each device once"
+        held = checkpoint_devices(node, uid)
+        assert held == expected, f"dra_manager_state holds each device once; it holds {held}"
         listed = pod.wait_podresources().container("main").dynamic_resources
         assert in_device_order(listed) == (DynamicResource(pair, pod.namespace, tuple(claim_resources)),), (
             "podresources, each once"
