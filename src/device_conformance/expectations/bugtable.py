@@ -47,6 +47,8 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     # The 1.34.10 kubelet under the 1.37.1 control plane (1.34.10 is the newest 1.34 buildable here; 1.34.12 has
     # the cherry-pick).
     "kubernetes#140274": ("1.34.10", "1.37.1", "2026-11-23"),
+    # The 1.36.4 kubelet under the 1.37.1 control plane.
+    "kubernetes#140268": ("1.36.4", "1.37.1", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
