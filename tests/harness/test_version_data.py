@@ -125,6 +125,20 @@ VERDICTS = [
         ]
     ],
     *[
+        (dra.NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE, release, affected)
+        for release, affected in [
+            ("1.32.13", False),
+            ("1.33.0", True),
+            ("1.34.10", True),
+            ("1.35.8", True),
+            ("1.36.4", True),
+            ("1.36.5", True),
+            ("1.37.0", True),
+            ("1.37.1", False),
+            ("1.37.2", False),
+        ]
+    ],
+    *[
         (dra.PARTIAL_PREPARE_DUPLICATES_DEVICES, release, affected)
         for release, affected in [
             ("1.31.4", False),  # before the first release the DRA suites run on
@@ -433,6 +447,7 @@ MATRIX_TABLE = {
     "kubernetes#141290": ("kube-controller-manager", "FFFTTTT"),  # DRAExtendedResource 1.34.0, unfixed
     "kubernetes#140274": ("kubelet", "FTTTTFF"),  # 1.32.0 to 1.37.0, 1.36.4 and 1.34.12 (after 1.34.10)
     "kubernetes#135901": ("kubelet", "FFFFFFF"),  # 1.34.0 to 1.34.4 / 1.35.1 / 1.36.0: no matrix release
+    "kubernetes#141620": ("kube-scheduler", "FFTTTTF"),  # 1.33.0 (DeviceTaintRules) to 1.37.1, no older cherry-pick
     "kubernetes#140268": ("kubelet", "TTTTTTF"),  # 1.31.0 (KEP-4680, device plugins) to 1.37.0, no cherry-pick
 }
 

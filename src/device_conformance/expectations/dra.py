@@ -7,7 +7,7 @@ v0.Y.Z) module zip of that release from the Go module proxy; CHANGELOG-1.NN.md i
 from __future__ import annotations
 
 from device_conformance import timeouts
-from device_conformance.expectations.behaviour import CONTROLLER_MANAGER, Fix, KnownBug
+from device_conformance.expectations.behaviour import CONTROLLER_MANAGER, SCHEDULER, Fix, KnownBug
 from device_conformance.expectations.versions import KubeVersion
 
 # The suites' DRA objects need resource.k8s.io/v1beta1 at least: first served in 1.32 (module source
@@ -216,4 +216,24 @@ ALREADY_PREPARED_CLAIM_SKIPS_THE_REST = KnownBug(
     shown_by=(
         "suites/dra/test_dra_multi_claim.py::test_pod_with_a_claim_another_pod_prepared_and_a_new_claim_gets_both"
     ),
+)
+
+
+# A DeviceTaintRule without spec.deviceSelector matches no device (k8s.io/api resource/v1 types.go
+# DeviceTaintRuleSpec: "Without a selector, no devices are matched"), but the scheduler's view of the slices
+# (k8s.io/dynamic-resource-allocation resourceslice/tracker/tracker.go: driverPoolDeviceIndexPatchKey dereferenced a
+# nil selector to the empty one, applyPatches skipped all checks for it) put its taint on every device in the
+# cluster: a NoSchedule or NoExecute rule made every DRA device unallocatable (#141620). The eviction controller's
+# own match (ruleMatchesDevice) already treated nil as no match, so only scheduling shows it. Fix PR #141648
+# (master, for 1.38), cherry-picked to 1.37 as #141998: CHANGELOG-1.37 v1.37.1 (read in module source v1.37.2);
+# the tracker change is in k8s.io/dynamic-resource-allocation v0.37.1, not v0.37.0. Not fixed in v0.36.4, v0.36.5
+# (zip fetched without a checksum entry), v0.34.10 or v0.33.13 (same ptr.Deref since the tracker came with
+# DeviceTaintRules, PR #130447, 1.33.0), and no cherry-pick to 1.36 or older was found.
+NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE = KnownBug(
+    issue="kubernetes#141620",
+    title="a DeviceTaintRule without a deviceSelector taints every device for the scheduler",
+    first_affected=f"1.{FIRST_DEVICE_TAINTS_MINOR}.0",
+    fixes=(Fix("1.37.1", "kubernetes#141998 (cherry-pick of kubernetes#141648)"),),
+    shown_by="suites/taints/test_taint_rule_selector.py::test_rule_without_a_device_selector_taints_no_device",
+    component=SCHEDULER,  # the DRA scheduler plugin's patched slices (resourceslice/tracker)
 )
