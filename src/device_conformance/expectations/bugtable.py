@@ -54,6 +54,8 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#126341": ("1.31.0", "1.34.10", "2026-11-23"),
     # The 1.34.10 kubelet under the 1.37.1 control plane (1.35.8, the first fixed matrix release, is not built here).
     "kubernetes#133702": ("1.34.10", "1.37.1", "2026-11-23"),
+    # The 1.34.3 kubelet (built for this; no matrix release is affected) under the 1.34.10 control plane.
+    "kubernetes#135901": ("1.34.3", "1.34.10", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
