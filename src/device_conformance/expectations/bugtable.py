@@ -56,6 +56,8 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#133702": ("1.34.10", "1.37.1", "2026-11-23"),
     # The 1.34.3 kubelet (built for this; no matrix release is affected) under the 1.34.10 control plane.
     "kubernetes#135901": ("1.34.3", "1.34.10", "2026-11-23"),
+    # Whole clusters (a scheduler bug): 1.37.0 built for it.
+    "kubernetes#141620": ("1.37.0", "1.37.1", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
