@@ -129,6 +129,9 @@ DRA_HEALTH_REPORTED = 30
 # A device plugin's health change (ListAndWatch) shows in the pod's allocatedResourcesStatus: the device
 # manager pushes the pod to the status manager at once (ManagerImpl.genericDeviceUpdateCallback).
 DEVICE_HEALTH_REPORTED = 30
+# The same, when it must come from the device manager's own push (ManagerImpl.genericDeviceUpdateCallback ->
+# the sync loop) and not from the pod's next resync (POD_RESYNC_PERIOD, 60-90 s later): well under the resync.
+DEVICE_HEALTH_PUSHED = 10
 
 # -- Device taints ----------------------------------------------------------------------------------
 

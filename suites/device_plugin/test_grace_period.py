@@ -11,7 +11,11 @@ from device_conformance.fixtures.device_plugins import allocations, start_plugin
 from device_conformance.fixtures.reports import attach_on_failure
 
 from device_conformance import podresources, timeouts
-from device_conformance.expectations.deviceplugin import ENDPOINT_STOP_GRACE_SECONDS
+from device_conformance.expectations.deviceplugin import (
+    ENDPOINT_STOP_GRACE_SECONDS,
+    EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG,
+    EXPIRED_ENDPOINT_OUT_OF_SYNC_MESSAGE,
+)
 from device_conformance.fakes.device_plugin import DevicePluginHandle
 from device_conformance.handles import NodeResource
 from device_conformance.kube import pods
@@ -31,6 +35,7 @@ class Scenario:
     counts: NodeResource  # the plugin's resource on the node
     started: float  # when the plugin went away (or its device turned unhealthy), by our clock
     holds: Watch | None = None  # what must hold while the scenario runs, if anything
+    log_mark: int = 0  # the kubelet log's size when the plugin went away (node.kubelet.log_since)
 
     @property
     def resource(self) -> str:
@@ -86,6 +91,7 @@ def scenarios(cluster, kube, tmp_path_factory, module_pod_factory):
         refused_time = time.monotonic()
         counts(refused).wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)  # the key appears at 0/0
         watches.append(_stays(counts(refused), (0, 0), ENDPOINT_STOP_GRACE_SECONDS + timeouts.ENDPOINT_EXPIRY_SLACK))
+        gone_mark = node.kubelet.log_mark()
         killed.kill()
         killed_time = time.monotonic()
         revived.kill()
@@ -97,7 +103,7 @@ def scenarios(cluster, kube, tmp_path_factory, module_pod_factory):
         yield {
             "restarted": Scenario(restarted, counts(restarted), restart_time),
             "killed": Scenario(killed, counts(killed), killed_time),
-            "revived": Scenario(revived, counts(revived), revived_time),
+            "revived": Scenario(revived, counts(revived), revived_time, log_mark=gone_mark),
             "ended": Scenario(ended, counts(ended), ended_time),
             "refused": Scenario(refused, counts(refused), refused_time, watches[1]),
             "unhealthy": Scenario(unhealthy, counts(unhealthy), unhealthy_time, watches[0]),
@@ -175,11 +181,19 @@ def test_listandwatch_failing_at_once_leaves_an_empty_resource_and_no_retries(sc
 
 
 @pytest.mark.scenario("DM-U7")
-def test_plugin_returning_after_expiry_gets_all_devices_back(cluster, scenarios):
+@pytest.mark.known_bug(EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG)
+def test_plugin_returning_after_expiry_gets_all_devices_back(cluster, scenarios, shows_known_bug):
     """kubernetes#133702 (fixed in 1.35 by #133724): an expired endpoint must not leave its unhealthy
-    device set behind; the plugin coming back reports N/N and podresources lists its devices."""
+    device set behind; the plugin coming back reports N/N and podresources lists its devices. Before the
+    fix the expiry deleted the endpoint between GetCapacity's two loops, and the kubelet logged
+    "unhealthyDevices and endpoints became out of sync" for it (and for every other expiry)."""
     scenario = scenarios["revived"]
     _drops_after_grace(scenario, during=(2, 0))
+    # GetCapacity logs the line in the call that drops the counts, before node status shows 0/0.
+    log = cluster.nodes[0].kubelet.log_since(scenario.log_mark)
+    with shows_known_bug(EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG):
+        out_of_sync = [line for line in log.splitlines() if EXPIRED_ENDPOINT_OUT_OF_SYNC_MESSAGE in line]
+        assert out_of_sync == [], f"the endpoints' expiry logged {len(out_of_sync)}x: {out_of_sync[0]}"
     scenario.plugin.respawn()
     scenario.counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     socket = str(cluster.nodes[0].host_path(podresources.DEFAULT_SOCKET))

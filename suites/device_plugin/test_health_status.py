@@ -7,6 +7,7 @@ import pytest
 from device_conformance.fixtures.device_plugins import allocations
 
 from device_conformance import timeouts
+from device_conformance.expectations.deviceplugin import DEVICE_HEALTH_PUSHED_TO_WRONG_POD
 from device_conformance.kube import pods
 from device_conformance.wait.core import Pending, until
 
@@ -30,12 +31,12 @@ def _health(pod) -> dict[str, dict[str, dict[str, str]]]:
     }
 
 
-def _wait_health(pod, wanted: dict) -> None:
+def _wait_health(pod, wanted: dict, timeout: float = timeouts.DEVICE_HEALTH_REPORTED) -> None:
     def probe() -> bool | Pending:
         seen = _health(pod)
         return True if seen == wanted else Pending(f"allocatedResourcesStatus {seen}")
 
-    until(probe, what=f"{pod} to report device health {wanted}", timeout=timeouts.DEVICE_HEALTH_REPORTED)
+    until(probe, what=f"{pod} to report device health {wanted}", timeout=timeout)
 
 
 @pytest.mark.scenario("DP-H1", "DM-U10")
@@ -85,3 +86,44 @@ def test_health_is_reported_for_a_container_that_never_started(pod_factory, regi
     _wait_health(pod, {"main": {}, "stuck": {resource: {device: "Healthy"}}})
     plugin.set_health(device, False)
     _wait_health(pod, {"main": {}, "stuck": {resource: {device: "Unhealthy"}}})
+
+
+# Other plugins exposing a device with the owner's ID, each allocated to a pod of its own, and how many health
+# flips the test makes: before the fix each flip reaches the owner's pod by chance (1 in OTHER_PLUGINS + 1, or a
+# resync falling into the DEVICE_HEALTH_PUSHED window), so all FLIPS doing so is unlikely (about 1%).
+OTHER_PLUGINS = 4
+FLIPS = 4
+
+
+@pytest.mark.known_bug(DEVICE_HEALTH_PUSHED_TO_WRONG_POD)
+def test_health_change_is_pushed_to_its_own_pod_when_other_resources_have_the_same_device_id(
+    pod_factory, register_plugin, shows_known_bug
+):
+    """kubernetes#140268 (fixed by #140323): device IDs are unique only within a resource. Five plugins each
+    expose one device "dev-0" and each is allocated to a pod of its own; the first plugin's device turns
+    unhealthy and healthy again FLIPS times, and its pod reports each flip within DEVICE_HEALTH_PUSHED (the
+    device manager pushes the pod, no resync needed). Every other pod keeps reporting its own dev-0 Healthy."""
+    plugins = [register_plugin(devices=("dev-0",)) for _ in range(1 + OTHER_PLUGINS)]
+    users = []
+    for index, plugin in enumerate(plugins):
+        users.append(pod_factory(f"same-id-{index}", ["sleep", "86400"], resources={plugin.config.resource_name: 1}))
+    for user, plugin in zip(users, plugins, strict=True):
+        user.wait_running()
+        assert allocations(plugin, 1) == [["dev-0"]]
+        _wait_health(user, {"main": {plugin.config.resource_name: {"dev-0": "Healthy"}}})
+    owner, owner_pod = plugins[0], users[0]
+    resource = owner.config.resource_name
+
+    healthy = True
+    with shows_known_bug(DEVICE_HEALTH_PUSHED_TO_WRONG_POD):  # before the fix: a flip waits for the resync
+        for _ in range(FLIPS):
+            healthy = not healthy
+            owner.set_health("dev-0", healthy)
+            state = "Healthy" if healthy else "Unhealthy"
+            _wait_health(owner_pod, {"main": {resource: {"dev-0": state}}}, timeout=timeouts.DEVICE_HEALTH_PUSHED)
+    # On every release the pod's status comes right at the latest with its resync.
+    state = "Healthy" if healthy else "Unhealthy"
+    resync = timeouts.POD_RESYNC_PERIOD * (1 + timeouts.POD_RESYNC_JITTER) + timeouts.DEVICE_HEALTH_REPORTED
+    _wait_health(owner_pod, {"main": {resource: {"dev-0": state}}}, timeout=resync)
+    for user, plugin in zip(users[1:], plugins[1:], strict=True):
+        assert _health(user) == {"main": {plugin.config.resource_name: {"dev-0": "Healthy"}}}, f"{user}"

@@ -71,7 +71,7 @@ def test_kubelet_bugs_are_judged_on_the_kubelet_and_controller_bugs_on_the_contr
     assert not dra.NOEXECUTE_TOLERATION_IGNORED.affects(dra.NOEXECUTE_TOLERATION_IGNORED.judged_on(SKEWED))
 
 
-def test_the_bugs_outside_the_kubelet_are_the_eviction_controllers():
+def test_the_bugs_outside_the_kubelet_are_the_eviction_controllers_and_the_schedulers():
     from device_conformance.expectations.bugtable import KNOWN_BUGS
 
     outside = {bug.issue: bug.component for bug in KNOWN_BUGS if bug.component != "kubelet"}
@@ -79,7 +79,15 @@ def test_the_bugs_outside_the_kubelet_are_the_eviction_controllers():
         "kubernetes#134434": "kube-controller-manager",
         "kubernetes#135686": "kube-controller-manager",
         "kubernetes#141290": "kube-controller-manager",
+        "kubernetes#141620": "kube-scheduler",
     }
+
+
+def test_a_scheduler_bug_is_judged_on_the_control_plane():
+    # #141620 (the scheduler's view of DeviceTaintRules) is fixed in 1.37.1 and affects 1.34.10.
+    assert dra.NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE.judged_on(SKEWED) == V("1.37.1")
+    assert not dra.NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE.affects(V("1.37.1"))
+    assert dra.NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE.affects(V("1.34.10"))
 
 
 def test_an_unknown_component_is_refused():

@@ -96,6 +96,65 @@ VERDICTS = [
             ("1.37.1", False),
         ]
     ],
+    *[
+        (deviceplugin.DEVICE_HEALTH_PUSHED_TO_WRONG_POD, release, affected)
+        for release, affected in [
+            ("1.30.14", False),
+            ("1.31.0", True),
+            ("1.33.13", True),
+            ("1.34.12", True),
+            ("1.36.4", True),
+            ("1.36.5", True),
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (dra.ALREADY_PREPARED_CLAIM_SKIPS_THE_REST, release, affected)
+        for release, affected in [
+            ("1.33.13", False),
+            ("1.34.0", True),
+            ("1.34.3", True),
+            ("1.34.4", False),
+            ("1.34.10", False),
+            ("1.35.0", True),
+            ("1.35.1", False),
+            ("1.35.8", False),
+            ("1.36.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (dra.NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE, release, affected)
+        for release, affected in [
+            ("1.32.13", False),
+            ("1.33.0", True),
+            ("1.34.10", True),
+            ("1.35.8", True),
+            ("1.36.4", True),
+            ("1.36.5", True),
+            ("1.37.0", True),
+            ("1.37.1", False),
+            ("1.37.2", False),
+        ]
+    ],
+    *[
+        (dra.PARTIAL_PREPARE_DUPLICATES_DEVICES, release, affected)
+        for release, affected in [
+            ("1.31.4", False),  # before the first release the DRA suites run on
+            ("1.32.0", True),
+            ("1.33.13", True),
+            ("1.34.10", True),
+            ("1.34.11", True),
+            ("1.34.12", False),  # cherry-pick #140953
+            ("1.35.0", True),
+            ("1.35.8", True),  # cherry-pick #140954 not merged
+            ("1.36.3", True),
+            ("1.36.4", False),  # cherry-pick #140955
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
 ]
 
 
@@ -386,6 +445,10 @@ MATRIX_TABLE = {
     "kubernetes#140527": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0
     "kubernetes#131513": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0
     "kubernetes#141290": ("kube-controller-manager", "FFFTTTT"),  # DRAExtendedResource 1.34.0, unfixed
+    "kubernetes#140274": ("kubelet", "FTTTTFF"),  # 1.32.0 to 1.37.0, 1.36.4 and 1.34.12 (after 1.34.10)
+    "kubernetes#135901": ("kubelet", "FFFFFFF"),  # 1.34.0 to 1.34.4 / 1.35.1 / 1.36.0: no matrix release
+    "kubernetes#141620": ("kube-scheduler", "FFTTTTF"),  # 1.33.0 (DeviceTaintRules) to 1.37.1, no older cherry-pick
+    "kubernetes#140268": ("kubelet", "TTTTTTF"),  # 1.31.0 (KEP-4680, device plugins) to 1.37.0, no cherry-pick
 }
 
 

@@ -141,7 +141,8 @@ class Behaviour:
 # (KUBELET_VERSION, or an existing cluster mid-upgrade).
 KUBELET = "kubelet"
 CONTROLLER_MANAGER = "kube-controller-manager"
-COMPONENTS = (KUBELET, CONTROLLER_MANAGER)
+SCHEDULER = "kube-scheduler"
+COMPONENTS = (KUBELET, CONTROLLER_MANAGER, SCHEDULER)
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,15 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     deviceplugin.EXTENDED_RESOURCES_NOT_RESET,
     deviceplugin.POD_RUNS_WITHOUT_DEVICES_AFTER_STATE_LOSS,
     deviceplugin.REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT,
+    deviceplugin.DEVICE_HEALTH_PUSHED_TO_WRONG_POD,
     dra.NOEXECUTE_TOLERATION_IGNORED,
     dra.SHARED_CLAIM_STALE_CONSUMER_EVICTION,
     dra.PREPARE_JOINS_UNPREPARING_CLAIM,
     dra.FORCE_DELETED_CLAIM_NAME_REUSED,
     dra.DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED,
+    dra.PARTIAL_PREPARE_DUPLICATES_DEVICES,
+    dra.ALREADY_PREPARED_CLAIM_SKIPS_THE_REST,
+    dra.NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE,
 )
 
 BEHAVIOURS: tuple[Behaviour, ...] = (
@@ -41,6 +45,19 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#140527": ("1.36.4", "1.37.1", "2026-11-23"),
     # The 1.33.13 kubelet under the 1.34.10 control plane.
     "kubernetes#131513": ("1.33.13", "1.34.10", "2026-11-23"),
+    # The 1.34.10 kubelet under the 1.37.1 control plane (1.34.10 is the newest 1.34 buildable here; 1.34.12 has
+    # the cherry-pick).
+    "kubernetes#140274": ("1.34.10", "1.37.1", "2026-11-23"),
+    # The 1.36.4 kubelet under the 1.37.1 control plane.
+    "kubernetes#140268": ("1.36.4", "1.37.1", "2026-11-23"),
+    # The 1.31.0 kubelet (the one affected 1.31 release: the fix reached 1.31.1) under the 1.34.10 control plane.
+    "kubernetes#126341": ("1.31.0", "1.34.10", "2026-11-23"),
+    # The 1.34.10 kubelet under the 1.37.1 control plane (1.35.8, the first fixed matrix release, is not built here).
+    "kubernetes#133702": ("1.34.10", "1.37.1", "2026-11-23"),
+    # The 1.34.3 kubelet (built for this; no matrix release is affected) under the 1.34.10 control plane.
+    "kubernetes#135901": ("1.34.3", "1.34.10", "2026-11-23"),
+    # Whole clusters (a scheduler bug): 1.37.0 built for it.
+    "kubernetes#141620": ("1.37.0", "1.37.1", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.

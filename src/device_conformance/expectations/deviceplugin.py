@@ -107,16 +107,20 @@ ENDPOINT_STOP_GRACE_SECONDS = timeouts.ENDPOINT_STOP_GRACE_PERIOD  # endpointSto
 # loop, so its unhealthy-devices loop then logged "Unexpected: unhealthyDevices and endpoints became out of
 # sync" (#133702). Both sets are still removed in the same call, so node status and podresources are the
 # same on both sides of the fix: only the log line shows it. Fix PR #133724 (release note NONE, so not in
-# any CHANGELOG): module source v1.35.0 deletes after both loops; v1.33.13 and v1.34.12 do not (no
-# cherry-pick). The two loops are already in v1.20.15, the oldest source read (the message says "are out
-# of sync" there and in v1.28.15), so 1.20.0 is the earliest release this entry vouches for.
+# any CHANGELOG): module source v1.35.0, v1.36.4 and v1.37.1 delete after both loops; v1.33.13, v1.34.10 and
+# v1.34.12 do not (no cherry-pick). The two loops are already in v1.20.15, the oldest source read (the
+# message says "are out of sync" there, in v1.28.15 and v1.31.0, "became out of sync" in v1.33.13 and
+# later), so 1.20.0 is the earliest release this entry vouches for. Every plugin's resource has an
+# unhealthyDevices entry (empty or not: genericDeviceUpdateCallback sets both), so every expiry logs it.
 EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG = KnownBug(
     issue="kubernetes#133702",
     title="an expired device plugin endpoint logs 'unhealthyDevices and endpoints became out of sync'",
     first_affected="1.20.0",
     fixes=(Fix("1.35.0", "kubernetes#133724"),),
-    shown_by="the kubelet log after endpointStopGracePeriod expires (no suite test checks it)",
+    shown_by="suites/device_plugin/test_grace_period.py::test_plugin_returning_after_expiry_gets_all_devices_back",
 )
+# The part of that log line both wordings share (InfoS or ErrorS: logged at the default verbosity).
+EXPIRED_ENDPOINT_OUT_OF_SYNC_MESSAGE = "unhealthyDevices and endpoints"
 
 # A kubelet starting without kubelet_internal_checkpoint (a recreated node) should zero the node's
 # extended resources until their plugins register (PR #77699, 1.15). ListCheckpoints lists every file in
@@ -168,4 +172,24 @@ REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT = KnownBug(
     "and the socket stays 'already connected'",
     first_affected="1.37.0",
     shown_by="suites/device_plugin/test_registration.py::test_late_disconnect_of_a_reused_socket_frees_the_socket",
+)
+
+# A device's health change makes the device manager push the pod holding it to the sync loop, so that the pod's
+# allocatedResourcesStatus shows it at once (KEP-4680, ResourceHealthStatus). podDevices.getPodAndContainerForDevice
+# matched the device ID alone across every resource, so with another plugin's device of the same ID allocated to
+# another pod, Go map order picked either pod: the owner's status then changed only at its next resync (60-90 s).
+# Found as the flaking upstream e2e test of #140268; fix PR #140323 scopes the lookup by resource name:
+# CHANGELOG-1.37 v1.37.0-beta.0 (so v1.37.0), the resourceName parameter in module source v1.37.0 and v1.37.1; not
+# in v1.36.4, v1.36.5 (zip fetched without a checksum entry), v1.34.12, v1.33.13 or v1.31.0; no cherry-pick found.
+# First affected: 1.31.0, where the lookup came with the device-plugin half of KEP-4680 (PR #126243; the gate is
+# alpha and off until 1.36, so only clusters that turned it on show it before 1.36).
+DEVICE_HEALTH_PUSHED_TO_WRONG_POD = KnownBug(
+    issue="kubernetes#140268",
+    title="a device health change is pushed to another pod holding a device of the same ID under another resource",
+    first_affected="1.31.0",
+    fixes=(Fix("1.37.0", "kubernetes#140323"),),
+    shown_by=(
+        "suites/device_plugin/test_health_status.py::"
+        "test_health_change_is_pushed_to_its_own_pod_when_other_resources_have_the_same_device_id"
+    ),
 )

@@ -7,7 +7,7 @@ v0.Y.Z) module zip of that release from the Go module proxy; CHANGELOG-1.NN.md i
 from __future__ import annotations
 
 from device_conformance import timeouts
-from device_conformance.expectations.behaviour import CONTROLLER_MANAGER, Fix, KnownBug
+from device_conformance.expectations.behaviour import CONTROLLER_MANAGER, SCHEDULER, Fix, KnownBug
 from device_conformance.expectations.versions import KubeVersion
 
 # The suites' DRA objects need resource.k8s.io/v1beta1 at least: first served in 1.32 (module source
@@ -168,4 +168,72 @@ DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED = KnownBug(
     first_affected="1.34.0",
     shown_by="suites/dra/test_dra_extended_resources.py::test_extended_resource_pod_is_evicted_by_a_noexecute_rule",
     component=CONTROLLER_MANAGER,  # the device-taint eviction controller
+)
+
+# prepareResources appended each driver's NodePrepareResources answer to the claim's DriverState; when another
+# driver of the same pod then failed, the claim was left unprepared with the first driver's devices, and the
+# retry appended them again: the claim's devices (checkpoint, podresources) and the CDI device IDs handed to
+# the runtime held them twice. Fix PR #140274 (resetDevices before applying an answer; no issue filed):
+# CHANGELOG-1.37 v1.37.0, in module source v1.37.0 and v1.37.1 (pkg/kubelet/cm/dra/claiminfo.go). Cherry-picks:
+# #140955 to 1.36, CHANGELOG-1.36 v1.36.4 (read in module source v1.37.0), resetDevices in module source v1.36.4;
+# #140953 to 1.34: resetDevices in module source v1.34.12, not in v1.34.11 or v1.34.10 (both zips fetched
+# without a checksum entry; v1.34.12's CHANGELOG-1.34 stops at v1.34.11, so the patch number is from the
+# source). #140954 (1.35) was still open, and module source v1.35.9+ cannot be fetched here (403): 1.35 is
+# recorded as unfixed. First affected not pinned down: the append (ClaimInfo.addDevice) is in module source
+# v1.33.13 and v1.34.10; set to the first release the DRA suites run on.
+PARTIAL_PREPARE_DUPLICATES_DEVICES = KnownBug(
+    issue="kubernetes#140274",
+    title="a Prepare that failed for one driver of a pod is retried with the other driver's devices twice",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(
+        Fix("1.37.0", "kubernetes#140274"),
+        Fix("1.36.4", "kubernetes#140955"),
+        Fix("1.34.12", "kubernetes#140953"),
+    ),
+    shown_by=(
+        "suites/dra/test_dra_multi_claim.py::"
+        "test_prepare_failed_for_one_of_two_drivers_is_retried_without_duplicate_devices"
+    ),
+)
+
+# prepareResources walked the pod's claims in one locked loop (from 1.34.0, when the cache update moved after
+# the driver lookups) and `return`ed from it at the first claim already prepared, so the pod's later claims
+# were neither added to the claim cache nor prepared: a pod naming a claim another pod had prepared, then a
+# new one, failed in GetResources ("unable to get claim info for ResourceClaim ...") and never ran (#135901).
+# Read in module source pkg/kubelet/cm/dra/manager.go: `return nil` in v1.34.0, v1.34.3 and v1.35.0, `continue`
+# in v1.34.10, v1.35.8, v1.36.4 and v1.37.1; v1.33.13 returns from a per-claim closure (no bug). Fix PR #135919:
+# CHANGELOG-1.36 v1.36.0 (module source v1.36.5). Cherry-picks: #136463 in CHANGELOG-1.35 v1.35.1, #136480 in
+# CHANGELOG-1.34 v1.34.4 (module sources v1.35.8 and v1.34.12).
+ALREADY_PREPARED_CLAIM_SKIPS_THE_REST = KnownBug(
+    issue="kubernetes#135901",
+    title="a pod's claims after one that is already prepared are never prepared and the pod never starts",
+    first_affected="1.34.0",
+    fixes=(
+        Fix("1.36.0", "kubernetes#135919"),
+        Fix("1.35.1", "kubernetes#136463"),
+        Fix("1.34.4", "kubernetes#136480"),
+    ),
+    shown_by=(
+        "suites/dra/test_dra_multi_claim.py::test_pod_with_a_claim_another_pod_prepared_and_a_new_claim_gets_both"
+    ),
+)
+
+
+# A DeviceTaintRule without spec.deviceSelector matches no device (k8s.io/api resource/v1 types.go
+# DeviceTaintRuleSpec: "Without a selector, no devices are matched"), but the scheduler's view of the slices
+# (k8s.io/dynamic-resource-allocation resourceslice/tracker/tracker.go: driverPoolDeviceIndexPatchKey dereferenced a
+# nil selector to the empty one, applyPatches skipped all checks for it) put its taint on every device in the
+# cluster: a NoSchedule or NoExecute rule made every DRA device unallocatable (#141620). The eviction controller's
+# own match (ruleMatchesDevice) already treated nil as no match, so only scheduling shows it. Fix PR #141648
+# (master, for 1.38), cherry-picked to 1.37 as #141998: CHANGELOG-1.37 v1.37.1 (read in module source v1.37.2);
+# the tracker change is in k8s.io/dynamic-resource-allocation v0.37.1, not v0.37.0. Not fixed in v0.36.4, v0.36.5
+# (zip fetched without a checksum entry), v0.34.10 or v0.33.13 (same ptr.Deref since the tracker came with
+# DeviceTaintRules, PR #130447, 1.33.0), and no cherry-pick to 1.36 or older was found.
+NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE = KnownBug(
+    issue="kubernetes#141620",
+    title="a DeviceTaintRule without a deviceSelector taints every device for the scheduler",
+    first_affected=f"1.{FIRST_DEVICE_TAINTS_MINOR}.0",
+    fixes=(Fix("1.37.1", "kubernetes#141998 (cherry-pick of kubernetes#141648)"),),
+    shown_by="suites/taints/test_taint_rule_selector.py::test_rule_without_a_device_selector_taints_no_device",
+    component=SCHEDULER,  # the DRA scheduler plugin's patched slices (resourceslice/tracker)
 )

@@ -128,22 +128,21 @@ def device_taint_rule_manifest(
     taint: Mapping[str, str],
     api_version: str,
     *,
-    driver: str,
+    driver: str | None,
     pool: str | None = None,
     device: str | None = None,
 ) -> dict[str, Any]:
-    """A DeviceTaintRule selecting by driver (and pool/device): the 1.35+ DeviceTaintSelector fields."""
-    selector = {"driver": driver}
-    if pool:
-        selector["pool"] = pool
-    if device:
-        selector["device"] = device
-    return {
-        "apiVersion": api_version,
-        "kind": "DeviceTaintRule",
-        "metadata": {"name": name},
-        "spec": {"deviceSelector": selector, "taint": dict(taint)},
-    }
+    """A DeviceTaintRule selecting by driver (and pool/device): the 1.35+ DeviceTaintSelector fields. driver None:
+    a rule without deviceSelector, which matches no device (k8s.io/api resource/v1 DeviceTaintRuleSpec)."""
+    spec: dict[str, Any] = {"taint": dict(taint)}
+    if driver is not None:
+        selector = {"driver": driver}
+        if pool:
+            selector["pool"] = pool
+        if device:
+            selector["device"] = device
+        spec["deviceSelector"] = selector
+    return {"apiVersion": api_version, "kind": "DeviceTaintRule", "metadata": {"name": name}, "spec": spec}
 
 
 def create_device_taint_rule(kube: Kube, body: Mapping[str, Any]) -> dict[str, Any]:
