@@ -14,7 +14,7 @@ from device_conformance.fixtures.device_plugins import allocations, start_plugin
 from device_conformance.fixtures.reports import attach_on_failure
 from kubernetes.client import ApiException
 
-from device_conformance import timeouts
+from device_conformance import podresources, timeouts
 from device_conformance.fakes.device_plugin import DevicePluginHandle
 from device_conformance.handles import NodeResource, PodHandle
 from device_conformance.kube import pods
@@ -129,14 +129,28 @@ def _windows_started(request, windows):
         attach_on_failure(request.node, f"fake device plugin {plugin.config.resource_name} call log", plugin.report)
 
 
+def _allocatable_ids(node, resource: str) -> list[str]:
+    """The device IDs podresources GetAllocatableResources lists for `resource`, sorted."""
+    listed = podresources.allocatable_resources(str(node.host_path(podresources.DEFAULT_SOCKET))).device_ids
+    return sorted(listed.get(resource) or [])
+
+
 @pytest.mark.scenario("DF2", "DF4")
-def test_unhealthy_device_leaves_allocatable_but_not_capacity(node_resource, registered_plugin):
-    """capacity = healthy + unhealthy, allocatable = healthy; and back when the device recovers."""
-    counts = node_resource(registered_plugin.config.resource_name)
+def test_unhealthy_device_leaves_allocatable_but_not_capacity(node, node_resource, registered_plugin):
+    """capacity = healthy + unhealthy, allocatable = healthy; and back when the device recovers. podresources
+    GetAllocatableResources lists the healthy devices only (pkg/kubelet/cm/devicemanager/manager.go
+    GetAllocatableDevices filters allDevices by healthyDevices), the same set as node allocatable."""
+    resource = registered_plugin.config.resource_name
+    counts = node_resource(resource)
+    assert _allocatable_ids(node, resource) == ["dev-0", "dev-1"], "GetAllocatableResources, both devices healthy"
     registered_plugin.set_health("dev-1", False)
     counts.wait_counts(2, 1)
+    listed = _allocatable_ids(node, resource)
+    assert listed == ["dev-0"], f"GetAllocatableResources lists {listed} while dev-1 is unhealthy, expected ['dev-0']"
     registered_plugin.set_health("dev-1", True)
     counts.wait_counts(2, 2)
+    listed = _allocatable_ids(node, resource)
+    assert listed == ["dev-0", "dev-1"], f"GetAllocatableResources lists {listed} after dev-1 recovered"
 
 
 @pytest.mark.scenario("DM-U2")

@@ -1,8 +1,8 @@
 """Device-taint eviction beyond one claim and one taint: several claims per pod, slice taints with rules,
 tolerations with and without seconds, seconds counted from the taint's timeAdded, partial tolerations,
-a taint put back after a cancelled eviction, a rule's status through an eviction and a rule whose effect
-goes from None to NoExecute (pkg/controller/devicetainteviction/device_taint_eviction.go, module source
-v1.37.1).
+a taint put back after a cancelled eviction, a rule's status through an eviction, a rule whose effect
+goes from None to NoExecute, and what one eviction costs in API requests and controller metrics
+(pkg/controller/devicetainteviction/device_taint_eviction.go, module source v1.37.1).
 
 The one "never evicted" window (timeouts.TAINT_NO_EVICTION_WINDOW) starts in a module fixture before the
 first test and is collected by the last one, so it runs while the other tests go on.
@@ -21,8 +21,8 @@ from device_conformance.expectations.dra import (
 )
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.handles import ClaimPodHandle
-from device_conformance.kube import dra, pods
-from device_conformance.wait.core import Pending, until, watch
+from device_conformance.kube import audit, dra, metrics, pods
+from device_conformance.wait.core import Pending, stays, until, watch
 
 pytestmark = [
     pytest.mark.taints,
@@ -196,6 +196,7 @@ def test_rule_status_goes_from_pending_to_completed_with_its_counts(dra_driver, 
 
 
 @SINCE_RULE_STATUS
+@pytest.mark.scenario("DT-U6")
 def test_rule_flipped_from_none_to_noexecute_evicts(kube, dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",))
     pod, device = running_pod(dra_objects, driver)
@@ -206,6 +207,70 @@ def test_rule_flipped_from_none_to_noexecute_evicts(kube, dra_driver, dra_object
         "resource.k8s.io", version, "devicetaintrules", rule, {"spec": {"taint": {"effect": "NoExecute"}}}
     )
     assert_evicted(pod)
+
+
+DELETIONS = "device_taint_eviction_controller_pod_deletions_total"
+DELETION_LATENCIES = "device_taint_eviction_controller_pod_deletion_duration_seconds_count"
+# What addConditionAndDeletePod asks per evicted pod: GET it, PATCH pods/status (DisruptionTarget), DELETE it
+# with a UID precondition. The kept pods' finalizer makes the DELETE answer 200 with the object.
+ONE_EVICTION = [("get", "", 200), ("patch", "status", 200), ("delete", "", 200)]
+
+
+def deletion_metrics(cluster) -> tuple[int, int]:
+    """(pod_deletions_total, pod_deletion_duration_seconds observations) of the device-taint-eviction controller
+    (pkg/controller/devicetainteviction/metrics/metrics.go), from kube-controller-manager's /metrics."""
+    samples = metrics.parse(cluster.controller_manager_metrics())
+    return metrics.total(samples, DELETIONS), metrics.total(samples, DELETION_LATENCIES)
+
+
+@pytest.mark.scenario("DT-U6")
+def test_each_eviction_is_one_get_patch_and_delete_and_one_deletion_in_the_metrics(cluster, dra_driver, dra_objects):
+    """Upstream's full-controller unit tests count exactly one GET, one PATCH and one DELETE per evicted pod and
+    the metrics moving with them. Here the API server's audit log counts the controller's own requests (it talks
+    as its service account) and its metrics (maybeDeletePod: PodDeletionsTotal.Inc, PodDeletionsLatency.Observe)
+    count two evictions, exactly; the pod on a device the rule does not select gets no request at all."""
+    if cluster.audit_log is None or cluster.controller_manager_metrics is None:
+        pytest.skip(
+            f"provider {cluster.provider} keeps no API server audit log of the controllers' requests or cannot read "
+            "kube-controller-manager's metrics (the local provider does both)"
+        )
+    before = deletion_metrics(cluster)
+    tainted = dra_driver(devices=("dev-0", "dev-1"))
+    evicted_pods = [running_pod(dra_objects, tainted)[0] for _ in range(2)]
+    bystander, _ = running_pod(dra_objects, dra_driver(devices=("dev-0",)))
+    dra_objects.taint_rule(taint(KEY), driver=tainted.config.driver_name)
+    for pod in evicted_pods:
+        assert_evicted(pod)
+
+    user = audit.controller_user(audit.DEVICE_TAINT_EVICTION_CONTROLLER)
+    expected = {pod.name: ONE_EVICTION for pod in evicted_pods}
+
+    def state() -> tuple[dict, tuple[int, int]]:
+        requests = audit.by_object(audit.read(cluster.audit_log), user, bystander.namespace)
+        after = deletion_metrics(cluster)
+        return requests, (after[0] - before[0], after[1] - before[1])
+
+    def differs() -> str | None:
+        requests, moved = state()
+        if requests == expected and moved == (2, 2):
+            return None
+        return (
+            f"the controller's requests per pod {requests}, expected {expected} (none for {bystander.name}); "
+            f"(pod_deletions_total, pod_deletion_duration_seconds count) moved by {moved}, expected (2, 2)"
+        )
+
+    # An audit event is written as its request completes, possibly after the client saw the answer.
+    def settled() -> bool | Pending:
+        broken = differs()
+        return True if broken is None else Pending(broken)
+
+    until(
+        settled,
+        what="one GET, PATCH and DELETE per evicted pod and two deletions in the metrics",
+        timeout=timeouts.TAINT_RULE_STATUS,
+    )
+    # Exactly: no second request (a retry, a second eviction) while the rule's status is rewritten once.
+    stays(differs, what="no further request or deletion", duration=timeouts.DEVICE_TAINT_RULE_STATUS_PERIOD)
 
 
 @pytest.mark.scenario("DT-U3")

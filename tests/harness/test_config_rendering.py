@@ -134,3 +134,29 @@ def test_containerd_argv_and_env_put_our_shim_first_on_path():
     assert argv == ["/cache/containerd/v2.3.4/containerd", "--config=/r/containerd/config.toml"]
     env = components.containerd_env(Path("/cache/containerd/v2.3.4"), "/usr/sbin:/usr/bin")
     assert env == {"PATH": "/cache/containerd/v2.3.4:/usr/sbin:/usr/bin"}
+
+
+def test_apiserver_audits_only_the_controllers_pod_requests_when_asked():
+    pki = Pki(Path("/r/pki"))
+    settings = settings_for(KubeVersion(1, 37, 1))
+    plain = components.apiserver_argv(Path("/b/kube-apiserver"), pki, PORTS, settings)
+    assert not any(arg.startswith("--audit-") for arg in plain)
+    audited = components.apiserver_argv(
+        Path("/b/kube-apiserver"), pki, PORTS, settings, audit=(Path("/r/config/audit.yaml"), Path("/r/logs/a.log"))
+    )
+    assert [a for a in audited if a.startswith("--audit-")] == [
+        "--audit-policy-file=/r/config/audit.yaml",
+        "--audit-log-path=/r/logs/a.log",
+        "--audit-log-format=json",
+    ]
+    policy = yaml.safe_load(configs.audit_policy())
+    assert (policy["apiVersion"], policy["kind"]) == ("audit.k8s.io/v1", "Policy")
+    assert policy["rules"] == [
+        {
+            "level": "Metadata",
+            "users": ["system:serviceaccount:kube-system:device-taint-eviction-controller"],
+            "resources": [{"group": "", "resources": ["pods", "pods/status"]}],
+        },
+        {"level": "None"},
+    ]
+    assert RunLayout(Path("/r")).audit_log == Path("/r/logs/kube-apiserver-audit.log")

@@ -29,6 +29,12 @@ class ClusterHandle:
     # A host directory the nodes see at the same path: for files the kubelet hands to containers
     # (Allocate mounts, device nodes). None where the kubelet runs on the test host (local) or none is shared.
     shared_dir: Path | None = None
+    # The API server's audit log of the controllers' pod requests (local provider: configs.audit_policy);
+    # None where the provider keeps none.
+    audit_log: Path | None = None
+    # kube-controller-manager's /metrics as text, read with the suite's admin credentials; None where the
+    # provider cannot reach it.
+    controller_manager_metrics: Callable[[], str] | None = None
 
     @property
     def control_plane(self) -> KubeVersion:

@@ -128,6 +128,11 @@ class LocalCluster:
         self.state.save(self.layout)
         return process
 
+    def controller_manager_metrics(self) -> str:
+        """kube-controller-manager's /metrics (admin client certificate; authorized by the API server)."""
+        url = f"https://127.0.0.1:{self.ports.controller_manager}/metrics"
+        return health.get(url, self.pki, timeout=10, verify=False)
+
     def _wait_healthy(self, name: str, check: Callable[[], bool], timeout: float = STARTUP_TIMEOUT) -> None:
         def probe() -> bool | Pending:
             process = self.state.process(name)
@@ -146,7 +151,15 @@ class LocalCluster:
         self.layout.config_dir.mkdir(parents=True, exist_ok=True)
         self._start("etcd", components.etcd_argv(self.layout, self.ports))
         self._wait_healthy("etcd", lambda: health.etcd_healthy(self.ports.etcd_client))
-        apiserver = components.apiserver_argv(self.binaries.path("kube-apiserver"), self.pki, self.ports, self.settings)
+        audit_policy = self.layout.config_dir / "audit-policy.yaml"
+        audit_policy.write_text(configs.audit_policy())
+        apiserver = components.apiserver_argv(
+            self.binaries.path("kube-apiserver"),
+            self.pki,
+            self.ports,
+            self.settings,
+            audit=(audit_policy, self.layout.audit_log),
+        )
         self._start("kube-apiserver", apiserver)
         self._wait_healthy(
             "kube-apiserver", lambda: health.ok(f"https://127.0.0.1:{self.ports.apiserver}/readyz", self.pki)

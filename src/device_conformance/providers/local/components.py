@@ -30,7 +30,10 @@ def etcd_argv(layout: RunLayout, ports: Ports) -> list[str]:
     ]
 
 
-def apiserver_argv(binary: Path, pki: Pki, ports: Ports, settings: ComponentSettings) -> list[str]:
+def apiserver_argv(
+    binary: Path, pki: Pki, ports: Ports, settings: ComponentSettings, audit: tuple[Path, Path] | None = None
+) -> list[str]:
+    """audit: (policy file, log file) to write an audit log (configs.audit_policy), None for none."""
     argv = [
         str(binary),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
@@ -57,6 +60,9 @@ def apiserver_argv(binary: Path, pki: Pki, ports: Ports, settings: ComponentSett
     ]
     if settings.runtime_config:
         argv.append("--runtime-config=" + ",".join(settings.runtime_config))
+    if audit is not None:
+        policy, log = audit
+        argv += [f"--audit-policy-file={policy}", f"--audit-log-path={log}", "--audit-log-format=json"]
     return argv
 
 

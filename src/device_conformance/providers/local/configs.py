@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from device_conformance.expectations.cluster import ComponentSettings
+from device_conformance.kube import audit
 from device_conformance.providers.local.ports import Ports
 
 CNI_BIN_DIR = "/usr/lib/cni"  # where Debian's containernetworking-plugins installs
@@ -151,3 +152,23 @@ def scheduler_config(kubeconfig: Path) -> str:
         },
         sort_keys=False,
     )
+
+
+def audit_policy() -> str:
+    """An audit policy that records only what suites count (kube/audit.py): each request of
+    audit.AUDITED_CONTROLLERS on pods and their subresources, once complete, at level Metadata (verb, object,
+    user, code; no bodies)."""
+    policy = {
+        "apiVersion": "audit.k8s.io/v1",
+        "kind": "Policy",
+        "omitStages": ["RequestReceived", "ResponseStarted", "Panic"],
+        "rules": [
+            {
+                "level": "Metadata",
+                "users": [audit.controller_user(c) for c in audit.AUDITED_CONTROLLERS],
+                "resources": [{"group": "", "resources": ["pods", "pods/status"]}],
+            },
+            {"level": "None"},
+        ],
+    }
+    return yaml.safe_dump(policy, sort_keys=False)

@@ -58,6 +58,11 @@ class RunLayout:
         return self.logs / f"{component}.log"
 
     @property
+    def audit_log(self) -> Path:
+        """The API server's audit log (configs.audit_policy: the audited controllers' pod requests)."""
+        return self.logs / "kube-apiserver-audit.log"
+
+    @property
     def etcd_data(self) -> Path:
         return self.root / "etcd"
 

@@ -85,6 +85,8 @@ class LocalProvider:
             nodes=[LocalNode(self.cluster)],
             collect_logs=self._collect_logs,
             version_source=f"the binaries it runs: {binaries.directory} ({binaries.source})",
+            audit_log=self.cluster.layout.audit_log,
+            controller_manager_metrics=self.cluster.controller_manager_metrics,
         )
 
     def _collect_logs(self, target: Path) -> None:
