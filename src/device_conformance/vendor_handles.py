@@ -210,7 +210,7 @@ class VendorDaemonSetHandle:
             and any(o.kind == "DaemonSet" and o.name == self.ds_name for o in p.metadata.owner_references or [])
         ]
 
-    def _ready_pod(self, *, other_than: str | None = None, with_term: bool = False) -> object:
+    def wait_ready(self, *, other_than: str | None = None, with_term: bool = False) -> object:
         from device_conformance.wait.core import Pending, until
 
         def probe() -> object:
@@ -239,9 +239,8 @@ class VendorDaemonSetHandle:
         return bool(pods) and any(c.type == "Ready" and c.status == "True" for c in pods[0].status.conditions or [])
 
     # -- set up / tear down ------------------------------------------------------------------------
-    def prepare(self) -> None:
-        """Check the DaemonSet has a pod on the node (BadInput naming the fix otherwise), add the stop term
-        and wait until the node's pod carries it (RollingUpdate) and is Ready."""
+    def check(self) -> dict:
+        """The DaemonSet, which must have a pod on the node (BadInput naming the fix otherwise)."""
         daemonset = self._daemonset()
         if not self.pods():
             selector = (daemonset["spec"]["template"]["spec"] or {}).get("nodeSelector")
@@ -252,13 +251,18 @@ class VendorDaemonSetHandle:
                 f"make it run on {self.node.name} (its nodeSelector, affinity or tolerations), e.g. label the node "  # type: ignore[attr-defined]
                 "as the DaemonSet selects",
             )
-        template = daemonset["spec"]["template"]["spec"]
-        self.original_affinity = template.get("affinity")
+        return daemonset
+
+    def prepare(self) -> None:
+        """check(), add the stop term, and leave the subject stopped on the node (no pod left: no Register in
+        flight), so that the caller counts from here and start()s it: exactly one Register follows. A
+        RollingUpdate DaemonSet rolls for the term; whatever pod that made on the node goes with the label."""
+        daemonset = self.check()
+        self.original_affinity = daemonset["spec"]["template"]["spec"].get("affinity")
         if not has_stop_term(self.original_affinity):
             self._patch_affinity(with_stop_term(self.original_affinity))
             self.patched = True
-        rolling = (daemonset["spec"].get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
-        self._ready_pod(with_term=rolling)
+        self.stop()
 
     def _patch_affinity(self, affinity: dict | None) -> None:
         path = "/spec/template/spec/affinity"
@@ -272,7 +276,7 @@ class VendorDaemonSetHandle:
         if self.patched:
             self._patch_affinity(self.original_affinity)
             self.patched = False
-        self._ready_pod()
+        self.wait_ready()
 
     # -- the process verbs --------------------------------------------------------------------------
     def _label(self, value: str | None) -> None:
@@ -284,7 +288,7 @@ class VendorDaemonSetHandle:
         )
         self.events.append(f"node label {STOP_LABEL}={value}")
 
-    def _wait_no_pod(self) -> None:
+    def wait_no_pod(self) -> None:
         from device_conformance.wait.core import Pending, until
 
         def probe() -> bool | Pending:
@@ -306,7 +310,7 @@ class VendorDaemonSetHandle:
         if self.pods():
             raise RuntimeError(f"{self.name} is still running; stop() or kill() it first")
         self._label(None)
-        self._ready_pod()
+        self.wait_ready()
         self.starts += 1
 
     respawn = start
@@ -314,7 +318,7 @@ class VendorDaemonSetHandle:
     def stop(self, timeout: float = 30.0) -> int | None:
         """The node labelled: the DaemonSet controller deletes the pod (SIGTERM, its grace period)."""
         self._label("true")
-        self._wait_no_pod()
+        self.wait_no_pod()
         return None
 
     def kill(self) -> None:
@@ -332,7 +336,7 @@ class VendorDaemonSetHandle:
         self._label("true")
         pid = self.node.kill_container(status.container_id)  # type: ignore[attr-defined]
         self.events.append(f"SIGKILL pid {pid} (container {main} of {pod.metadata.name})")
-        self._wait_no_pod()
+        self.wait_no_pod()
 
     def restart(self, *, kill: bool = False) -> None:
         """kill=True: kill() and start(); else delete the pod and wait for the replacement Ready."""
@@ -346,7 +350,7 @@ class VendorDaemonSetHandle:
         old = pods[0]
         self.kube.core.delete_namespaced_pod(old.metadata.name, self.namespace)  # type: ignore[attr-defined]
         self.events.append(f"deleted pod {old.metadata.name}")
-        self._ready_pod(other_than=old.metadata.uid)
+        self.wait_ready(other_than=old.metadata.uid)
         self.starts += 1
 
     def log_tail(self, lines: int = 30) -> str:

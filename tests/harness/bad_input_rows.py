@@ -274,7 +274,7 @@ ROWS: list[Row] = [
             "kube-system/gpu-plugin",
         ],
         message="--vendor-command 'my-plugin' and --vendor-daemonset 'kube-system/gpu-plugin' are both given",
-        fix="fix: give --vendor-command with --provider local, or --vendor-daemonset NAMESPACE/NAME with --provider kind",
+        fix="fix: give --vendor-command with --provider local, or --vendor-daemonset NAMESPACE/NAME",
         exit_code=4,
     ),
     Row(

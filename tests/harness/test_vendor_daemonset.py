@@ -214,5 +214,66 @@ def test_a_pod_that_never_gets_ready_times_out_naming_it():
     from device_conformance.errors import ConformanceError
 
     with pytest.raises((ConformanceError, TimeoutError, AssertionError)) as raised:
-        handle._ready_pod()
+        handle.wait_ready()
     assert "pod gpu-plugin-a is Running, not Ready" in str(raised.value)
+
+
+class FakeApps:
+    def __init__(self, daemonset):
+        self.daemonset, self.patches = daemonset, []
+
+    def read_namespaced_daemon_set(self, name, namespace, _preload_content):
+        from kubernetes.client.exceptions import ApiException
+
+        if self.daemonset is None:
+            raise ApiException(status=404, reason="Not Found")
+        return SimpleNamespace(data=__import__("json").dumps(self.daemonset))
+
+    def patch_namespaced_daemon_set(self, name, namespace, body):
+        self.patches.append((name, namespace, body))
+
+
+GPU_AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}]
+        }
+    }
+}
+
+
+def _daemonset(affinity):
+    spec = {"containers": [{"name": "main"}], **({"affinity": affinity} if affinity else {})}
+    return {"spec": {"template": {"spec": spec}}, "status": {"desiredNumberScheduled": 0}}
+
+
+@pytest.mark.parametrize("affinity", [None, GPU_AFFINITY])
+def test_prepare_adds_the_term_and_stops_cleanup_puts_the_daemonset_back(affinity):
+    core = FakeCore([_pod("gpu-plugin-a", "2")])
+    handle = _handle(core, [])
+    handle.apps = FakeApps(_daemonset(affinity))
+    handle.prepare()
+    path = "/spec/template/spec/affinity"
+    assert handle.apps.patches == [
+        ("gpu-plugin", "kube-system", [{"op": "add", "path": path, "value": stop(affinity)}])
+    ]
+    assert not handle.pods()  # stopped: the caller counts Register calls from here
+    handle.start()
+    handle.cleanup()
+    restore = [{"op": "remove", "path": path}] if affinity is None else [{"op": "add", "path": path, "value": affinity}]
+    assert handle.apps.patches[-1] == ("gpu-plugin", "kube-system", restore)
+    assert handle.is_running() and handle.events[-1] == "affinity restored"
+
+
+def test_a_missing_daemonset_or_one_without_a_pod_on_the_node_is_bad_input():
+    handle = _handle(FakeCore([]), [])
+    handle.apps = FakeApps(None)
+    with pytest.raises(BadInput) as raised:
+        handle.check()
+    assert "there is no DaemonSet gpu-plugin in namespace kube-system" in raised.value.problem
+    assert "kubectl get daemonsets -A" in raised.value.fix
+    handle.apps = FakeApps(_daemonset(None))
+    with pytest.raises(BadInput) as raised:
+        handle.check()
+    assert "the DaemonSet has no pod on the test node node-a (desired 0, nodeSelector None)" in raised.value.problem
+    assert raised.value.fix.startswith("make it run on node-a")
