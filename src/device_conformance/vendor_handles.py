@@ -162,6 +162,7 @@ class VendorDaemonSetHandle:
         self.apps = client.AppsV1Api(kube.core.api_client)  # type: ignore[attr-defined]
         self.original_affinity: dict | None = None
         self.patched = False
+        self.rolling = True
         self.starts = 0
         self.events: list[str] = []
         self.last_pod: str | None = None
@@ -210,7 +211,7 @@ class VendorDaemonSetHandle:
             and any(o.kind == "DaemonSet" and o.name == self.ds_name for o in p.metadata.owner_references or [])
         ]
 
-    def wait_ready(self, *, other_than: str | None = None, with_term: bool = False) -> object:
+    def wait_ready(self, *, other_than: str | None = None, without_term: bool = False) -> object:
         from device_conformance.wait.core import Pending, until
 
         def probe() -> object:
@@ -220,8 +221,8 @@ class VendorDaemonSetHandle:
             pod = pods[0]
             if other_than is not None and pod.metadata.uid == other_than:
                 return Pending(f"still the old pod {pod.metadata.name}")
-            if with_term and not has_stop_term(self._pod_affinity(pod)):
-                return Pending(f"pod {pod.metadata.name} predates the stop term (rolling update)")
+            if without_term and has_stop_term(self._pod_affinity(pod)):
+                return Pending(f"pod {pod.metadata.name} still has the stop term (rolling update)")
             ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
             if not ready:
                 return Pending(f"pod {pod.metadata.name} is {pod.status.phase}, not Ready")
@@ -257,8 +258,12 @@ class VendorDaemonSetHandle:
         """check(), add the stop term, and leave the subject stopped on the node (no pod left: no Register in
         flight), so that the caller counts from here and start()s it: exactly one Register follows. A
         RollingUpdate DaemonSet rolls for the term; whatever pod that made on the node goes with the label."""
-        daemonset = self.check()
+        daemonset = self._daemonset()
+        # The previous test's cleanup may have left a rollout under way: wait for the node's pod first (the
+        # session checked that the DaemonSet has one: fixtures/vendor.py vendor_daemonset).
+        self.wait_ready()
         self.original_affinity = daemonset["spec"]["template"]["spec"].get("affinity")
+        self.rolling = (daemonset["spec"].get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
         if not has_stop_term(self.original_affinity):
             self._patch_affinity(with_stop_term(self.original_affinity))
             self.patched = True
@@ -273,10 +278,12 @@ class VendorDaemonSetHandle:
     def cleanup(self) -> None:
         """Idempotent: the node unlabelled, the DaemonSet's affinity as found, its pod Ready on the node."""
         self._label(None)
+        restored = self.patched
         if self.patched:
             self._patch_affinity(self.original_affinity)
             self.patched = False
-        self.wait_ready()
+        # A RollingUpdate DaemonSet rolls back to its own template: done when the node's pod has no stop term.
+        self.wait_ready(without_term=restored and self.rolling)
 
     # -- the process verbs --------------------------------------------------------------------------
     def _label(self, value: str | None) -> None:

@@ -277,3 +277,13 @@ def test_a_missing_daemonset_or_one_without_a_pod_on_the_node_is_bad_input():
         handle.check()
     assert "the DaemonSet has no pod on the test node node-a (desired 0, nodeSelector None)" in raised.value.problem
     assert raised.value.fix.startswith("make it run on node-a")
+
+
+def test_pid_of_verbose_container_status():
+    from device_conformance.errors import ConformanceError
+    from device_conformance.node.cri import pid_of
+
+    assert pid_of({"info": '{"sandboxID": "s", "pid": 4242}'}, "abc") == 4242  # CRI over gRPC: a JSON string
+    assert pid_of({"pid": 77, "runtimeSpec": {}}, "abc") == 77  # crictl inspect's "info", decoded
+    with pytest.raises(ConformanceError, match="no running process for container abc"):
+        pid_of({"info": '{"pid": 0}'}, "abc")

@@ -19,10 +19,6 @@ from device_conformance.node.transport import NodeTransport
 WRITE_ATOMICALLY = 'cat > "$1.dc-partial" && chmod "$2" "$1.dc-partial" && mv -f "$1.dc-partial" "$1"'
 
 
-# containerd's runc shims keep one bundle per task here (containerd core/runtime/v2: the state directory).
-CONTAINERD_TASKS = "/run/containerd/io.containerd.runtime.v2.task"
-
-
 class NodeControl:
     """Faults and file access on one node. Paths given to methods are as the kubelet sees them."""
 
@@ -119,15 +115,13 @@ class NodeControl:
 
     def kill_container(self, container_id: str) -> int:
         """SIGKILL a container's main process on the node (a crash, as a vendor's binary might have); returns
-        its pid in the node. `container_id` as in containerStatuses[].containerID. The pid is containerd's
-        runc shim's record of the task (io.containerd.runtime.v2.task/<namespace>/<id>/init.pid; the CRI
-        plugin's namespace is k8s.io)."""
+        its pid in the node. `container_id` as in containerStatuses[].containerID; the pid is the runtime's
+        (verbose CRI ContainerStatus)."""
         short = container_id.split("://", 1)[-1]
-        if not short.isalnum():
-            raise ValueError(f"not a container ID: {container_id!r}")
-        pid_file = f"{CONTAINERD_TASKS}/k8s.io/{short}/init.pid"
-        script = f'pid=$(cat {pid_file}) && kill -9 "$pid" && echo "$pid"'
-        return int(self.transport.run(["sh", "-c", script]).decode().strip())
+        with self.transport.cri() as cri:
+            pid = cri.container_pid(short)
+        self.transport.run(["kill", "-9", str(pid)])
+        return pid
 
     # -- whole-node faults -------------------------------------------------------------------
     def simulate_reboot(self) -> int:
