@@ -146,9 +146,9 @@ class VendorDaemonSetHandle:
     - running: the DaemonSet's pod on the node is Ready;
     - restart(): delete that pod, wait for its replacement Ready (the DaemonSet controller makes it);
     - stop() / start(): label the node STOP_LABEL / remove the label (see with_stop_term);
-    - kill(): label the node and at once SIGKILL the container's main process through the node
-      (NodeControl.kill_container): a crash the kubelet does not restart, the pod being deleted; start()
-      brings a new one.
+    - kill(): SIGSTOP the container's main process through the node (NodeControl.signal_process), label the
+      node, and once the DaemonSet controller marked the pod for deletion SIGKILL it: a crash (it never sees the
+      deletion's SIGTERM) that the kubelet does not restart, the pod being deleted; start() brings a new one.
     `prepare()` checks the DaemonSet and its pod on the node and adds the affinity term; `cleanup()` removes
     the label and the term and waits for the pod Ready again: the DaemonSet is left as it was found."""
 
@@ -340,10 +340,28 @@ class VendorDaemonSetHandle:
         if status is None or not status.container_id:
             raise RuntimeError(f"{self.name}: container {main} of {pod.metadata.name} has no container ID yet")
         self.last_pod = pod.metadata.name
-        self._label("true")
-        pid = self.node.kill_container(status.container_id)  # type: ignore[attr-defined]
+        node = self.node
+        pid = node.container_pid(status.container_id)  # type: ignore[attr-defined]
+        # Frozen first: the SIGTERM of the pod's deletion stays pending (only SIGKILL reaches a stopped process),
+        # and the kubelet restarts no container that has not exited; once the pod is marked for deletion it
+        # restarts none at all.
+        node.signal_process(pid, "STOP")  # type: ignore[attr-defined]
+        try:
+            self._label("true")
+            self._wait_marked_for_deletion()
+        finally:
+            node.signal_process(pid, "KILL")  # type: ignore[attr-defined]
         self.events.append(f"SIGKILL pid {pid} (container {main} of {pod.metadata.name})")
         self.wait_no_pod()
+
+    def _wait_marked_for_deletion(self) -> None:
+        from device_conformance.wait.core import Pending, until
+
+        def probe() -> bool | Pending:
+            left = self.pods()
+            return True if not left else Pending(f"{left[0].metadata.name} not marked for deletion")
+
+        until(probe, what=f"{self.name}: the DaemonSet controller to delete its pod", timeout=self.timeout)
 
     def restart(self, *, kill: bool = False) -> None:
         """kill=True: kill() and start(); else delete the pod and wait for the replacement Ready."""

@@ -175,7 +175,11 @@ class FakeCore:
 
 def _handle(core, killed):
     spec = parse("vendor.com/gpu", None, None, "kube-system/gpu-plugin")
-    node = SimpleNamespace(name="node-a", kill_container=lambda cid: killed.append(cid) or 4242)
+    node = SimpleNamespace(
+        name="node-a",
+        container_pid=lambda cid: killed.append(cid) or 4242,
+        signal_process=lambda pid, sig: killed.append(f"{sig} {pid}"),
+    )
     handle = VendorDaemonSetHandle.__new__(VendorDaemonSetHandle)
     handle.__init__(spec, SimpleNamespace(core=core), node, counts=None, timeout=2)
     return handle
@@ -192,10 +196,11 @@ def test_handle_verbs_go_through_the_daemonset_and_the_node():
     handle.restart()  # delete the pod, wait for another one Ready
     assert ("delete", "gpu-plugin-a") in core.calls and handle.last_pod == "gpu-plugin-11" and handle.starts == 1
 
-    handle.kill()  # label first, then SIGKILL through the node, then no pod
+    handle.kill()  # SIGSTOP, label, the pod marked for deletion, SIGKILL, then no pod
     labels = [c for c in core.calls if c[0] == "label"]
     assert labels == [("label", "node-a", "true", "application/merge-patch+json")]
-    assert killed == ["containerd://abc123"] and not handle.pods() and not handle.is_running()
+    assert killed == ["containerd://abc123", "STOP 4242", "KILL 4242"] and not handle.pods()
+    assert not handle.is_running()
     assert "SIGKILL pid 4242 (container main of gpu-plugin-11)" in handle.events
 
     handle.respawn()  # the label removed: a new pod

@@ -113,14 +113,21 @@ class NodeControl:
         with self.transport.cri() as cri:
             return cri.container_annotations(container_id.split("://", 1)[-1])
 
+    def container_pid(self, container_id: str) -> int:
+        """The pid in the node of a running container's main process (the runtime's verbose CRI
+        ContainerStatus); `container_id` as in containerStatuses[].containerID."""
+        with self.transport.cri() as cri:
+            return cri.container_pid(container_id.split("://", 1)[-1])
+
+    def signal_process(self, pid: int, signal_name: str) -> None:
+        """`kill -<SIGNAL> <pid>` in the node (pid as container_pid gives it), e.g. STOP, CONT, KILL."""
+        self.transport.run(["kill", f"-{signal_name}", str(pid)])
+
     def kill_container(self, container_id: str) -> int:
         """SIGKILL a container's main process on the node (a crash, as a vendor's binary might have); returns
-        its pid in the node. `container_id` as in containerStatuses[].containerID; the pid is the runtime's
-        (verbose CRI ContainerStatus)."""
-        short = container_id.split("://", 1)[-1]
-        with self.transport.cri() as cri:
-            pid = cri.container_pid(short)
-        self.transport.run(["kill", "-9", str(pid)])
+        its pid in the node."""
+        pid = self.container_pid(container_id)
+        self.signal_process(pid, "KILL")
         return pid
 
     # -- whole-node faults -------------------------------------------------------------------
