@@ -6,8 +6,9 @@ command line (vendor_spec.py). Everything else a black-box test needs it reads f
 podresources, pod status, the kubelet's metrics (kube/kubelet_metrics.py) and checkpoint.
 
 `CAPABILITIES` says what a handle can do; tests that need more skip as NOT APPLICABLE in vendor mode
-(pytest_plugin/vendor.py), never pass. Kind and existing clusters will start the subject as a DaemonSet and
-kill it through the provider's node control: only this class's process methods change then.
+(pytest_plugin/vendor.py), never pass. On kind the subject is a DaemonSet already deployed
+(VendorDaemonSetHandle: the same verbs through the API server and the provider's node control); existing clusters
+(a node agent under --allow-node-disruption) are not built yet.
 """
 
 from __future__ import annotations
