@@ -292,3 +292,29 @@ def test_pid_of_verbose_container_status():
     assert pid_of({"pid": 77, "runtimeSpec": {}}, "abc") == 77  # crictl inspect's "info", decoded
     with pytest.raises(ConformanceError, match="no running process for container abc"):
         pid_of({"info": '{"pid": 0}'}, "abc")
+
+
+def test_subject_image_holds_the_binary_and_its_libraries(tmp_path):
+    import io
+    import json
+    import shutil
+    import tarfile
+    from pathlib import Path
+
+    from device_conformance.toolchain.images.build import subject_image
+
+    binary = tmp_path / "true"
+    shutil.copy(shutil.which("true"), binary)  # a dynamically linked binary of the host
+    image = subject_image(binary, "device-conformance.local/t:v1", tmp_path / "cache")
+    assert image.name == "device-conformance.local/t:v1"
+    with tarfile.open(image.tarball) as outer:
+        index = json.load(outer.extractfile("index.json"))
+        manifest = json.load(outer.extractfile(f"blobs/sha256/{index['manifests'][0]['digest'].split(':')[1]}"))
+        config = json.load(outer.extractfile(f"blobs/sha256/{manifest['config']['digest'].split(':')[1]}"))
+        layer = outer.extractfile(f"blobs/sha256/{manifest['layers'][0]['digest'].split(':')[1]}").read()
+    with tarfile.open(fileobj=io.BytesIO(layer)) as inner:
+        names = inner.getnames()
+    assert config["config"]["Entrypoint"] == ["/usr/bin/true"]
+    libc = [n for n in names if Path(n).name == "libc.so.6"]
+    assert "usr/bin/true" in [n.lstrip("/") for n in names] and len(libc) == 1, names
+    assert subject_image(binary, image.name, tmp_path / "cache") == image  # cached by content
