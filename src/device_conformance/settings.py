@@ -142,6 +142,14 @@ KNOBS: dict[str, Knob] = {
             + "; or upstream:sample-device-plugin / upstream:dra-test-driver (built from the version under test)",
         ),
         Knob(
+            "vendor_daemonset",
+            "--vendor-daemonset",
+            "VENDOR_DAEMONSET",
+            "--provider kind: the vendor's subject is this DaemonSet (NAMESPACE/NAME), already deployed; restarted "
+            "by deleting its pod, stopped by a node label its pods must not match, SIGKILLed through the node; or "
+            "upstream:sample-device-plugin (the suite deploys and removes it). Instead of --vendor-command",
+        ),
+        Knob(
             "containerd_version",
             None,
             "CONTAINERD_VERSION",
@@ -387,16 +395,24 @@ class _Resolver:
     def vendor(self, provider: Setting[str]) -> Setting[vendor_spec.VendorSpec | None]:
         """The vendor's subject. Options and variables mix (VENDOR_COMMAND with --vendor-device-plugin);
         messages name the options."""
-        raw = {name: self.raw(name) for name in ("vendor_device_plugin", "vendor_dra_driver", "vendor_command")}
+        names = ("vendor_device_plugin", "vendor_dra_driver", "vendor_command", "vendor_daemonset")
+        raw = {name: self.raw(name) for name in names}
         spec = vendor_spec.parse(*(text for text, _ in raw.values()))
         if spec is None:
             return Setting(None, DEFAULT)
-        if provider.value != "local":
+        if spec.daemonset and provider.value != "kind":
+            raise BadInput(
+                f"--vendor-daemonset {spec.daemonset} drives the subject's DaemonSet through the kind provider's "
+                f"node control; the provider is {provider}",
+                "use --provider kind (on --provider local pass --vendor-command; existing clusters need the node "
+                "agent, not built yet: issue 12)",
+            )
+        if not spec.daemonset and provider.value != "local":
             raise BadInput(
                 f"{spec.option} runs the subject as a process on the host with the node's paths, which only the "
                 f"local provider has; the provider is {provider}",
-                "use --provider local (kind and existing clusters, with the subject as a DaemonSet, are not built "
-                "yet: issue 12)",
+                "use --provider local, or on kind --vendor-daemonset NAMESPACE/NAME (the subject as a DaemonSet; "
+                "existing clusters are not built yet: issue 12)",
             )
         sources = [source for text, source in raw.values() if text is not None]
         return Setting(spec, next((s for s in sources if s.kind == "option"), sources[0]))

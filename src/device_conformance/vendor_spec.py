@@ -64,6 +64,15 @@ UPSTREAM_COMMANDS: dict[str, str] = {
 }
 
 
+# Upstream subjects the suite can deploy as a DaemonSet itself (--vendor-daemonset upstream:<name>), with the
+# namespace and name it gives them (manifests in vendor_manifests/).
+UPSTREAM_DAEMONSETS: dict[str, tuple[str, str]] = {
+    "sample-device-plugin": ("kube-system", "dc-sample-device-plugin"),
+}
+# A Kubernetes namespace or DaemonSet name: a DNS label (namespace) / subdomain (object name).
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
 def upstream_template(short_name: str, binary: str) -> str:
     """The command template of an upstream subject whose binary is at `binary`."""
     quoted = shlex.quote(binary).replace("{", "{{").replace("}", "}}")
@@ -83,15 +92,29 @@ class VendorSpec:
 
     kind: str  # DEVICE_PLUGIN or DRA_DRIVER
     name: str  # the resource name (device plugin) or the driver name (DRA driver)
-    command: str  # the command template, or "upstream:<name>"
+    command: str  # the command template, or "upstream:<name>"; "" for a DaemonSet subject
     option: str  # which option named the subject, for messages
+    # --vendor-daemonset: "NAMESPACE/NAME" of the subject's DaemonSet (kind; already deployed), or
+    # "upstream:<name>" (the suite deploys upstream's subject as a DaemonSet itself); "" for a host process.
+    daemonset: str = ""
 
     @property
     def upstream(self) -> str | None:
-        """The short name of an upstream subject, or None for a vendor's own command."""
-        return self.command[len(UPSTREAM_PREFIX) :] if self.command.startswith(UPSTREAM_PREFIX) else None
+        """The short name of an upstream subject, or None for a vendor's own command or DaemonSet."""
+        given = self.daemonset or self.command
+        return given[len(UPSTREAM_PREFIX) :] if given.startswith(UPSTREAM_PREFIX) else None
+
+    @property
+    def namespace_name(self) -> tuple[str, str]:
+        """The DaemonSet's namespace and name (an upstream subject's: the one the suite deploys)."""
+        if self.upstream is not None:
+            return UPSTREAM_DAEMONSETS[self.upstream]
+        namespace, _, name = self.daemonset.partition("/")
+        return namespace, name
 
     def describe(self) -> str:
+        if self.daemonset:
+            return f"{self.kind} {self.name} ({self.option}), the DaemonSet {self.daemonset}"
         return f"{self.kind} {self.name} ({self.option}), started with {self.command!r}"
 
 
@@ -115,11 +138,20 @@ def placeholders_of(command: str) -> list[str]:
     return fields
 
 
-def parse(device_plugin: str | None, dra_driver: str | None, command: str | None) -> VendorSpec | None:
+def parse(
+    device_plugin: str | None, dra_driver: str | None, command: str | None, daemonset: str | None = None
+) -> VendorSpec | None:
     """The subject the options name, or None when none does; BadInput naming the fix otherwise."""
     device_plugin = (device_plugin or "").strip() or None
     dra_driver = (dra_driver or "").strip() or None
     command = (command or "").strip() or None
+    daemonset = (daemonset or "").strip() or None
+    if command and daemonset:
+        raise BadInput(
+            f"--vendor-command {command!r} and --vendor-daemonset {daemonset!r} are both given: the subject is "
+            "either a process the suites start (local provider) or a DaemonSet already deployed (kind)",
+            "give --vendor-command with --provider local, or --vendor-daemonset NAMESPACE/NAME with --provider kind",
+        )
     if device_plugin and dra_driver:
         raise BadInput(
             f"--vendor-device-plugin {device_plugin!r} and --vendor-dra-driver {dra_driver!r} are both given; "
@@ -127,9 +159,10 @@ def parse(device_plugin: str | None, dra_driver: str | None, command: str | None
             "give one of them (run the suites twice for a vendor with both a device plugin and a DRA driver)",
         )
     if not device_plugin and not dra_driver:
-        if command:
+        if command or daemonset:
+            given = f"--vendor-command {command!r}" if command else f"--vendor-daemonset {daemonset!r}"
             raise BadInput(
-                f"--vendor-command {command!r} is given without a subject",
+                f"{given} is given without a subject",
                 "also pass --vendor-device-plugin RESOURCE (the extended resource it registers) or "
                 "--vendor-dra-driver DRIVER (its driver name)",
             )
@@ -140,12 +173,15 @@ def parse(device_plugin: str | None, dra_driver: str | None, command: str | None
         else (DRA_DRIVER, dra_driver, "--vendor-dra-driver")
     )
     assert name is not None
+    if daemonset:
+        return _daemonset_spec(kind, name, option, daemonset)
     if not command:
         example = "upstream:sample-device-plugin" if kind == DEVICE_PLUGIN else "upstream:dra-test-driver"
         raise BadInput(
             f"{option} {name!r} needs --vendor-command: the suites start, kill and restart the subject themselves",
             f'pass --vendor-command "my-binary --socket-dir {{plugin_dir}} ..." (placeholders: '
-            f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}), or e.g. --vendor-command {example}",
+            f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}), or e.g. --vendor-command {example}; on kind: "
+            "--vendor-daemonset NAMESPACE/NAME (the subject deployed as a DaemonSet)",
         )
     if kind == DEVICE_PLUGIN and (not _QUALIFIED.match(name) or name.split("/")[0].endswith("kubernetes.io")):
         raise BadInput(
@@ -179,6 +215,44 @@ def parse(device_plugin: str | None, dra_driver: str | None, command: str | None
     else:
         placeholders_of(command)
     return spec
+
+
+def _daemonset_spec(kind: str, name: str, option: str, daemonset: str) -> VendorSpec:
+    """--vendor-daemonset NAMESPACE/NAME or upstream:<name>, checked (the subject's name rules: parse())."""
+    if daemonset.startswith(UPSTREAM_PREFIX):
+        upstream = daemonset[len(UPSTREAM_PREFIX) :]
+        if upstream not in UPSTREAM_DAEMONSETS:
+            known = ", ".join(UPSTREAM_PREFIX + n for n in UPSTREAM_DAEMONSETS)
+            raise BadInput(
+                f"--vendor-daemonset {daemonset!r} names no upstream subject the suite deploys as a DaemonSet",
+                f"use one of: {known} (or NAMESPACE/NAME of your own DaemonSet)",
+            )
+        upstream_kind, upstream_name = UPSTREAM_SUBJECTS[upstream]
+        if (upstream_kind, upstream_name) != (kind, name):
+            right = "--vendor-device-plugin" if upstream_kind == DEVICE_PLUGIN else "--vendor-dra-driver"
+            raise BadInput(
+                f"{option} {name!r} is not what {daemonset} registers ({upstream_kind} {upstream_name!r})",
+                f"pass {right} {upstream_name}",
+            )
+        return VendorSpec(kind, name, "", option, daemonset)
+    namespace, slash, ds_name = daemonset.partition("/")
+    if not slash or not _DNS_LABEL.match(namespace) or not _DNS_SUBDOMAIN.match(ds_name) or len(ds_name) > 253:
+        raise BadInput(
+            f"--vendor-daemonset {daemonset!r} is not NAMESPACE/NAME of a DaemonSet",
+            "give the namespace and name of the subject's DaemonSet, e.g. --vendor-daemonset kube-system/gpu-plugin",
+        )
+    if kind == DEVICE_PLUGIN and (not _QUALIFIED.match(name) or name.split("/")[0].endswith("kubernetes.io")):
+        raise BadInput(
+            f"--vendor-device-plugin {name!r} is not an extended resource name",
+            "give the resource the plugin registers, as <domain>/<name> outside kubernetes.io, e.g. vendor.com/gpu",
+        )
+    if kind == DRA_DRIVER:
+        raise BadInput(
+            f"--vendor-daemonset with --vendor-dra-driver {name!r}: a DRA driver as a DaemonSet is not built yet "
+            "(issue 12, part 2: this slice is the device plugin)",
+            "run the DRA driver with --provider local --vendor-command ...",
+        )
+    return VendorSpec(kind, name, "", option, daemonset)
 
 
 def render(command: str, values: Mapping[str, str]) -> str:

@@ -26,6 +26,7 @@ OPTIONS = {
     "--vendor-device-plugin": "VENDOR_DEVICE_PLUGIN",
     "--vendor-dra-driver": "VENDOR_DRA_DRIVER",
     "--vendor-command": "VENDOR_COMMAND",
+    "--vendor-daemonset": "VENDOR_DAEMONSET",
 }
 
 

@@ -113,6 +113,23 @@ class NodeControl:
         with self.transport.cri() as cri:
             return cri.container_annotations(container_id.split("://", 1)[-1])
 
+    def container_pid(self, container_id: str) -> int:
+        """The pid in the node of a running container's main process (the runtime's verbose CRI
+        ContainerStatus); `container_id` as in containerStatuses[].containerID."""
+        with self.transport.cri() as cri:
+            return cri.container_pid(container_id.split("://", 1)[-1])
+
+    def signal_process(self, pid: int, signal_name: str) -> None:
+        """`kill -<SIGNAL> <pid>` in the node (pid as container_pid gives it), e.g. STOP, CONT, KILL."""
+        self.transport.run(["kill", f"-{signal_name}", str(pid)])
+
+    def kill_container(self, container_id: str) -> int:
+        """SIGKILL a container's main process on the node (a crash, as a vendor's binary might have); returns
+        its pid in the node."""
+        pid = self.container_pid(container_id)
+        self.signal_process(pid, "KILL")
+        return pid
+
     # -- whole-node faults -------------------------------------------------------------------
     def simulate_reboot(self) -> int:
         """Upstream's reboot: stop the kubelet, remove every pod sandbox through CRI, start it again.

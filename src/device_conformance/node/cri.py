@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 import grpc
 
+from device_conformance.errors import ConformanceError
 from device_conformance.node.commands import CommandRunner
 from device_conformance.protos.cri.v1 import api_pb2, api_pb2_grpc
 
@@ -43,6 +44,10 @@ class CRIRuntime(Protocol):
     def container_annotations(self, container_id: str) -> dict[str, str]:
         """The annotations of one container (CRI ContainerStatus.status.annotations: by the CRI contract
         those of the ContainerConfig the kubelet created it with, unaltered by the runtime)."""
+        ...
+
+    def container_pid(self, container_id: str) -> int:
+        """The pid (in the node) of a running container's main process (verbose CRI ContainerStatus)."""
         ...
 
 
@@ -113,6 +118,12 @@ class CRIClient:
         )
         return dict(reply.status.annotations)
 
+    def container_pid(self, container_id: str) -> int:
+        reply = self._runtime.ContainerStatus(
+            api_pb2.ContainerStatusRequest(container_id=container_id, verbose=True), timeout=CRI_TIMEOUT_SECONDS
+        )
+        return pid_of(dict(reply.info), container_id)
+
 
 class Crictl:
     """CRIRuntime through `crictl` on the node (kind's node image ships it, pointed at containerd)."""
@@ -155,6 +166,22 @@ class Crictl:
         """`crictl inspect`: the CRI ContainerStatus (its status.annotations)."""
         reply = json.loads(self._run(["crictl", "inspect", container_id]))
         return dict((reply.get("status") or {}).get("annotations") or {})
+
+    def container_pid(self, container_id: str) -> int:
+        """`crictl inspect`: the verbose info's pid."""
+        reply = json.loads(self._run(["crictl", "inspect", container_id]))
+        return pid_of(reply.get("info") or {}, container_id)
+
+
+def pid_of(info: dict[str, Any], container_id: str) -> int:
+    """The main process's pid in a verbose CRI ContainerStatus info (containerd: {"info": "{... "pid": N}"},
+    pkg/cri/server/container_status.go toCRIContainerInfo; crictl inspect decodes it already)."""
+    value = info.get("info", info)
+    decoded = json.loads(value) if isinstance(value, str) else value
+    pid = (decoded or {}).get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        raise ConformanceError(f"the runtime reports no running process for container {container_id} (pid {pid!r})")
+    return pid
 
 
 def cdi_support(info: dict[str, Any], runtime: str = "the runtime") -> tuple[bool, str]:

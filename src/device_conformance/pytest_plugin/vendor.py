@@ -27,7 +27,7 @@ from device_conformance.certify.report_markdown import summary_table
 from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, Certification, ClauseResult, Subject
 from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.fixtures.session import say, session_settings
-from device_conformance.fixtures.vendor import VENDOR_TEMPLATE
+from device_conformance.fixtures.vendor import VENDOR_BINARY, VENDOR_TEMPLATE
 from device_conformance.pytest_plugin.options import REPORT_OPTION, VERSION_OPTION
 from device_conformance.settings import KNOBS
 from device_conformance.vendor_spec import DEVICE_PLUGIN, VendorSpec, upstream_template
@@ -41,7 +41,7 @@ EVIDENCE_LINES = 40
 
 
 def _vendor_given(config: pytest.Config) -> bool:
-    names = ("vendor_device_plugin", "vendor_dra_driver", "vendor_command")
+    names = ("vendor_device_plugin", "vendor_dra_driver", "vendor_command", "vendor_daemonset")
     return any(config.getoption(KNOBS[n].option) or os.environ.get(KNOBS[n].env or "") for n in names)
 
 
@@ -129,7 +129,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         binary = build(version, lambda m: say(config, m))
     except ConformanceError as exc:
         raise pytest.UsageError(f"could not build upstream subject {upstream} at {version}:\n{exc}") from None
-    config.stash[VENDOR_TEMPLATE] = upstream_template(upstream, str(binary))
+    if spec.daemonset:
+        # Deployed as a DaemonSet by the `vendor_daemonset` fixture (fixtures/vendor.py), in an image of it.
+        config.stash[VENDOR_BINARY] = binary
+        config.stash[VENDOR_TEMPLATE] = ""
+    else:
+        config.stash[VENDOR_TEMPLATE] = upstream_template(upstream, str(binary))
     say(config, f"vendor mode: {spec.describe()}, binary {binary}")
 
 
@@ -205,7 +210,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         spec,
         config.stash[RESULTS].values(),
         version=config.getoption(VERSION_OPTION) or "",
-        command=config.stash.get(VENDOR_TEMPLATE, spec.command),
+        command=f"DaemonSet {spec.daemonset}" if spec.daemonset else config.stash.get(VENDOR_TEMPLATE, spec.command),
         k8s_version=str(settings.k8s_version.value),
         provider=settings.provider.value,
         started=config.stash[STARTED],
@@ -229,7 +234,7 @@ def certification(
     started: float,
 ) -> Certification:
     """The e2e run as a Certification, for the certifier's report writers (one clause per test)."""
-    name = spec.name if spec.upstream is None else f"{spec.name} ({spec.command})"
+    name = spec.name if spec.upstream is None else f"{spec.name} ({spec.daemonset or spec.command})"
     api = "device plugin API v1beta1" if spec.kind == DEVICE_PLUGIN else "DRA kubelet plugin API v1"
     ordered = sorted(results, key=lambda r: (r.verdict != FAIL, r.verdict != PASS, r.clause.id))
     cert = Certification(

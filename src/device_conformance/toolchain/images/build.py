@@ -67,3 +67,51 @@ def _workload_image(cache_dir: Path) -> Image:
         )
         write_oci_tarball(tarball, WORKLOAD_IMAGE, layer, cmd=["/bin/sh"])
     return Image(WORKLOAD_IMAGE, tarball)
+
+
+# A subject's image (issue 12, part 2: --vendor-daemonset upstream:<name> on kind): its binary and the shared
+# libraries it links (a cgo build of upstream's sample device plugin needs libc and the loader).
+SUBJECT_RECIPE = "1"
+
+
+def shared_libraries(ldd_output: str) -> list[str]:
+    """Absolute paths of the libraries `ldd BINARY` lists (the vDSO has none; a static binary lists none)."""
+    paths = []
+    for line in ldd_output.splitlines():
+        words = line.split()
+        if "=>" in words:
+            target = words[words.index("=>") + 1]
+            if target.startswith("/"):
+                paths.append(target)
+        elif words and words[0].startswith("/"):
+            paths.append(words[0])
+    return paths
+
+
+def subject_image(binary: Path, name: str, cache_dir: Path) -> Image:
+    """An image `name` holding `binary` as /usr/bin/<its name> (the entrypoint) and its shared libraries at
+    their host paths; cached by the binary's content."""
+    import hashlib
+
+    data = binary.read_bytes()
+    key = hashlib.sha256(data + SUBJECT_RECIPE.encode() + name.encode()).hexdigest()[:16]
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tarball = cache_dir / f"{binary.name}-{key}.oci.tar"
+    if tarball.exists():
+        return Image(name, tarball)
+    ldd = run(["ldd", str(binary)], check=False)
+    libraries = shared_libraries(ldd.stdout)
+    files = {f"/usr/bin/{binary.name}": (data, 0o755)}
+    for library in libraries:
+        files[library] = (Path(library).read_bytes(), 0o755)  # follows the symlink: the real library's bytes
+    directories = {"/tmp": 0o1777}
+    for path in files:
+        parent = Path(path).parent
+        while str(parent) != "/":
+            directories.setdefault(str(parent), 0o755)
+            parent = parent.parent
+    layer = Layer(files=files, directories=directories)
+    partial = tarball.with_suffix(".partial")
+    write_oci_tarball(partial, name, layer, entrypoint=[f"/usr/bin/{binary.name}"])
+    partial.replace(tarball)
+    return Image(name, tarball)
