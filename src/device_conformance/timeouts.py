@@ -152,9 +152,17 @@ FORCE_DELETED_POD_GONE = 60
 # endpoint is marked stopped (devices unhealthy, capacity kept: pkg/kubelet/cm/devicemanager/manager.go
 # markResourceUnhealthy), then one node status update (NODE_STATUS_UPDATE_FREQUENCY).
 DEVICE_COUNTS_AFTER_PLUGIN_KILL = 5
-# The sandbox of a pod force-deleted while the kubelet was down, removed by the kubelet once started: pod
-# housekeeping (HandlePodCleanups) stops the orphan, pkg/kubelet/pod_sandbox_deleter.go removes its sandbox.
-ORPHAN_SANDBOX_REMOVED = 60
+# The kubelet's container garbage collection period: ContainerGCPeriod = time.Minute (pkg/kubelet/kubelet.go,
+# the same from 1.31 to 1.37), run by StartGarbageCollection with wait.UntilWithContext: once at start
+# (cmd/kubelet/app/server.go createAndInitKubelet), then a minute after each pass ends.
+KUBELET_CONTAINER_GC_PERIOD = 60
+# The sandbox of a pod force-deleted while the kubelet was down, counted from the kubelet's START. Only the
+# container GC removes sandboxes (pkg/kubelet/kuberuntime/kuberuntime_gc.go evictSandboxes; there is no
+# other RemovePodSandbox caller in pkg/kubelet). Its pass at start finds the orphan still running (a READY
+# sandbox is "active" and kept); pod housekeeping (HandlePodCleanups) stops it seconds later, and the next
+# pass, one period later, removes it. Slack: the kubelet's start up to StartGarbageCollection and both
+# passes' own time on a loaded node.
+ORPHAN_SANDBOX_REMOVED = KUBELET_CONTAINER_GC_PERIOD + 30
 # A line the kubelet writes to its own log while it starts (e.g. the device manager reading its checkpoint),
 # read through the provider's kubelet log.
 KUBELET_LOG_LINE = 30

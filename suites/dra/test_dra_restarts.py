@@ -92,7 +92,7 @@ def test_container_restarted_after_a_kubelet_restart_gets_every_cdi_device(
     """The container ends after the kubelet restart (a file the test writes on the node); the kubelet starts it
     again with the CDI devices from its dra_manager_state, without calling the driver."""
     driver = dra_driver(devices=("dev-0", "dev-1"))
-    trigger = f"/var/lib/kubelet/dc-trigger-{os.urandom(4).hex()}"  # bind-mounted from the host
+    trigger = f"/var/lib/kubelet/dc-trigger-{os.urandom(4).hex()}"  # a node directory (hostPath)
     script = (
         f"{PRINT_DRA_ENV}; [ -e /scratch/again ] && exec sleep 86400; touch /scratch/again; "
         "until [ -e /trigger/exit ]; do sleep 1; done; exit 1"
@@ -119,10 +119,7 @@ def test_container_restarted_after_a_kubelet_restart_gets_every_cdi_device(
         assert not after["metadata"].get("deletionTimestamp"), "the generated claim is being deleted"
     finally:
         node.delete_file(f"{trigger}/exit")
-        try:
-            os.rmdir(node.host_path(trigger))
-        except OSError:
-            pass
+        node.delete_dir(trigger)
 
 
 def trigger_pod(dra_objects, driver, script, trigger):

@@ -297,6 +297,21 @@ def test_other_paths_go_through_commands_on_the_node(transport):
         node.read_file(path)
     node.delete_file(path)
     assert transport.commands[-1] == (["rm", "-f", path], None)
+    node.delete_dir("/var/lib/kubelet/dc-trigger-1")
+    assert transport.commands[-1] == (["rmdir", "--", "/var/lib/kubelet/dc-trigger-1"], None)
+
+
+def test_delete_dir_removes_an_empty_mounted_directory_only(transport, tmp_path):
+    node = NodeControl(transport)
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "exit").write_bytes(b"")
+    node.delete_dir("/var/lib/kubelet/device-plugins/empty")
+    node.delete_dir("/var/lib/kubelet/device-plugins/full")
+    node.delete_dir("/var/lib/kubelet/device-plugins/absent")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
+    assert (tmp_path / "full" / "exit").exists()
+    assert transport.commands == []
 
 
 def test_container_annotations_take_the_id_as_the_pod_status_gives_it(transport):

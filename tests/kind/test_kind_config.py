@@ -127,6 +127,7 @@ def test_kind_loads_the_config_and_generates_kubeadm_with_our_settings(validator
         for key, value in settings.kubelet_config.items():
             assert kubelet[key] == value
         assert kubelet["nodeStatusUpdateFrequency"] == "1s"  # timeouts.NODE_STATUS_UPDATE_FREQUENCY
+        assert kubelet["logging"]["verbosity"] == 2  # V(2) lines the suites read, as the local --v=2
         assert {m["ContainerPath"] for m in node.mounts} == {
             *NODE_MOUNTS,
             str(layout.shared_dir),

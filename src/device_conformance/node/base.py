@@ -81,6 +81,18 @@ class NodeControl:
         else:
             self.transport.run(["rm", "-f", str(node_path)])
 
+    def delete_dir(self, node_path: str | Path) -> None:
+        """Remove the directory when it is empty; no error when it is not there or not empty (a pod's
+        hostPath directory the kubelet made on the node, whatever provider keeps the node's files)."""
+        mapped = self._mapped(node_path)
+        if mapped is not None:
+            try:
+                mapped.rmdir()
+            except OSError:
+                pass
+        else:
+            self.transport.run(["rmdir", "--", str(node_path)], check=False)
+
     def list_sockets(self, node_dir: str | Path) -> list[str]:
         """Names of the Unix sockets in a node directory (empty when it does not exist)."""
         mapped = self._mapped(node_dir)

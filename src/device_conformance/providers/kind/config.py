@@ -65,10 +65,13 @@ def runtime_config(settings: ComponentSettings) -> dict[str, str]:
     return {key: value for key, value in pairs}
 
 
-# What the suites' timeouts assume of every provider's kubelet (timeouts.NODE_STATUS_UPDATE_FREQUENCY;
-# the local provider sets the same in providers/local/configs.py): capacity/allocatable changes posted
-# within a second, not in the default 10 s loop.
-KUBELET_BASE = {"nodeStatusUpdateFrequency": "1s", "nodeStatusReportFrequency": "1m"}
+# What the suites assume of every provider's kubelet. Timeouts (timeouts.NODE_STATUS_UPDATE_FREQUENCY; the
+# local provider sets the same in providers/local/configs.py): capacity/allocatable changes posted within a
+# second, not in the default 10 s loop. Log verbosity 2, as the local provider's --v=2
+# (providers/local/components.py): tests read lines the kubelet logs at V(2), e.g. the DRA plugin manager's
+# "Connection changed" (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, wait/dra.for_kubelet_connection);
+# kind's kubelet runs at the default 0 otherwise.
+KUBELET_BASE = {"nodeStatusUpdateFrequency": "1s", "nodeStatusReportFrequency": "1m", "logging": {"verbosity": 2}}
 
 
 def kubelet_patch(settings: ComponentSettings) -> str:
