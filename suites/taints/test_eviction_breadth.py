@@ -23,7 +23,7 @@ from device_conformance.expectations.dra import (
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
-from device_conformance.wait.core import Pending, until, watch
+from device_conformance.wait.core import Abort, Pending, until, watch
 
 pytestmark = [
     pytest.mark.taints,
@@ -119,11 +119,18 @@ def test_pod_with_several_claims_is_evicted_for_a_taint_on_one_of_them(kube, nam
 def test_rule_evicts_a_pod_that_tolerates_the_slice_taint(dra_driver, dra_objects, shows_known_bug):
     """The slice's taint is tolerated for good; a DeviceTaintRule with another key is not."""
     driver = dra_driver(devices=(DeviceSpec("dev-0", taints=[taint(KEY)]),))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY)])
-    with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once
+    pod = dra_objects.claim_pod("evict", driver, request={"tolerations": [toleration(KEY)]}, keep=True)
+    with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once, at times before it ran
+        try:
+            pod.wait_running()
+        except Abort as exc:  # the pod ended: evicted before it was Running
+            raise AssertionError(f"{pod} did not run: {exc}") from None
         pod.stays(evicted, what="to stay: it tolerates the slice's taint", duration=3)
     if evicted(pod.read()):  # only where the block above recorded the bug: the rest needs the pod it evicted
         return
+    devices = pod.allocated_devices()
+    assert devices == ["dev-0"], f"{pod} runs with allocated devices {devices}"
+    (device,) = devices
     dra_objects.taint_rule(taint(OTHER_KEY), driver=driver.config.driver_name, device=device)
     assert_evicted(pod)
 
