@@ -15,6 +15,7 @@ from device_conformance.fixtures.dra_drivers import DraObjects
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import (
+    EVICTION_EVENT_FOR_FIRST_POD_ONLY,
     FIRST_DEVICE_TAINTS_MINOR,
     FIRST_NONE_TAINT_EFFECT_MINOR,
     NOEXECUTE_TOLERATION_IGNORED,
@@ -51,15 +52,32 @@ def running_pod(dra_objects, driver, **request):
     return pod, device
 
 
-def assert_evicted(pod, timeout=timeouts.TAINT_EVICTION):
+def assert_evicted(pod, timeout=timeouts.TAINT_EVICTION, *, event=True):
+    """The pod's DisruptionTarget condition and deletion, and (`event`) the controller's event for it."""
     cond = pod.wait_condition("DisruptionTarget", timeout=timeout)
     assert (cond.reason, cond.message) == (EVICTION_REASON, EVICTION_MESSAGE), (
         f"{pod}: DisruptionTarget reason/message {(cond.reason, cond.message)}"
     )
     assert pod.read().metadata.deletion_timestamp is not None, f"{pod} has DisruptionTarget but is not deleted"
-    event = pod.wait_event("DeviceTaintManagerEviction")
-    assert "Marking for deletion" in event, f"{pod}: DeviceTaintManagerEviction event {event!r}"
+    if event:
+        assert_eviction_event(pod)
     return cond
+
+
+def assert_eviction_event(pod):
+    event = pod.wait_event("DeviceTaintManagerEviction")
+    assert event == f"Normal DeviceTaintManagerEviction Pod/{pod.name}: Marking for deletion", (
+        f"{pod}: DeviceTaintManagerEviction event {event!r}"
+    )
+
+
+@pytest.fixture
+def event_per_eviction(cluster_versions):
+    """Whether every evicted pod gets the controller's eviction event. Where kubernetes#134152's bug is (1.33-1.34
+    control planes) only the first pod the controller evicts in its lifetime does: which pod that is depends on
+    what the cluster evicted before, so there test_noexecute_taint_in_resourceslice_evicts_the_pod checks it
+    (of its two evictions exactly one event at most) and the other tests leave the event out."""
+    return not EVICTION_EVENT_FOR_FIRST_POD_ONLY.affects(EVICTION_EVENT_FOR_FIRST_POD_ONLY.judged_on(cluster_versions))
 
 
 def not_evicted(pod, what):
@@ -99,34 +117,52 @@ def test_noschedule_taint_keeps_new_pods_unschedulable_until_tolerated(dra_drive
     assert blocked.read().spec.node_name is None
 
 
+@pytest.mark.known_bug(EVICTION_EVENT_FOR_FIRST_POD_ONLY)
 @pytest.mark.scenario("DT-U1")
-def test_noexecute_taint_in_resourceslice_evicts_the_pod(dra_driver, dra_objects):
+def test_noexecute_taint_in_resourceslice_evicts_the_pod(dra_driver, dra_objects, shows_known_bug):
+    """Two pods on two devices, their devices tainted one after the other: each pod is evicted and gets its own
+    event. A 1.33-1.34 controller records the event of the first pod it evicts only: of two, one at most."""
     driver = dra_driver(devices=("dev-0", "dev-1"))
-    pod, device = running_pod(dra_objects, driver)
-    driver.set_taints(device, [dra.device_taint(KEY, "NoExecute")])
-    assert_evicted(pod)
+    first, first_device = running_pod(dra_objects, driver)
+    second, second_device = running_pod(dra_objects, driver)
+    driver.set_taints(first_device, [dra.device_taint(KEY, "NoExecute")])
+    assert_evicted(first, event=False)
+    assert second.read().metadata.deletion_timestamp is None, f"{second} is deleted for the taint on {first_device}"
+    driver.set_taints(second_device, [dra.device_taint(KEY, "NoExecute")])
+    assert_evicted(second, event=False)
+    with shows_known_bug(EVICTION_EVENT_FOR_FIRST_POD_ONLY):  # before the fix: no event for the second
+        assert_eviction_event(second)
+        assert_eviction_event(first)
 
 
 @pytest.mark.known_bug(NOEXECUTE_TOLERATION_IGNORED)
 @pytest.mark.scenario("DT-U3")
-def test_toleration_seconds_delay_the_eviction(dra_driver, dra_objects):
+def test_toleration_seconds_delay_the_eviction(dra_driver, dra_objects, shows_known_bug, event_per_eviction):
     driver = dra_driver(devices=("dev-0",))
     pod, device = running_pod(dra_objects, driver, tolerations=[toleration("NoExecute", TOLERATION_SECONDS)])
     name = dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name, device=device)
     rule = dra_objects.get_rule(name)
     time_added = _parse(rule["spec"]["taint"]["timeAdded"])
-    pod.stays(evicted, what="to stay while the toleration lasts", duration=TOLERATION_SECONDS - 3)
-    cond = assert_evicted(pod, timeout=TOLERATION_SECONDS + timeouts.TAINT_EVICTION)
+    with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once
+        pod.stays(evicted, what="to stay while the toleration lasts", duration=TOLERATION_SECONDS - 3)
+    if evicted(pod.read()):  # only where the block above recorded the bug: the rest needs the pod it evicted
+        return
+    cond = assert_evicted(pod, timeout=TOLERATION_SECONDS + timeouts.TAINT_EVICTION, event=event_per_eviction)
     delay = (cond.last_transition_time - time_added).total_seconds()
     # Both timestamps have one-second resolution.
     assert delay >= TOLERATION_SECONDS - 1, f"evicted {delay:.0f}s after the taint, toleration is {TOLERATION_SECONDS}s"
 
 
+@pytest.mark.known_bug(NOEXECUTE_TOLERATION_IGNORED)
 @pytest.mark.scenario("DT-U4")
-def test_removing_the_taint_first_cancels_the_eviction(dra_driver, dra_objects):
+def test_removing_the_taint_first_cancels_the_eviction(dra_driver, dra_objects, shows_known_bug):
     driver = dra_driver(devices=("dev-0",))
     pod, device = running_pod(dra_objects, driver, tolerations=[toleration("NoExecute", TOLERATION_SECONDS)])
     driver.set_taints(device, [dra.device_taint(KEY, "NoExecute")])
+    with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once, nothing to cancel
+        pod.stays(evicted, what="to stay while the toleration lasts", duration=2)
+    if evicted(pod.read()):  # only where the block above recorded the bug: the rest needs the pod it evicted
+        return
     driver.set_taints(device, [])
     event = pod.wait_event("Cancelling deletion", timeout=timeouts.TAINT_EVICTION)
     assert "DeviceTaintManagerEviction" in event
@@ -188,10 +224,10 @@ def test_noschedule_taint_does_not_evict_a_running_pod(quiet):
 
 
 @pytest.mark.scenario("DRA-E21", "DT-U1")
-def test_noexecute_device_taint_rule_evicts_the_pod(quiet):
+def test_noexecute_device_taint_rule_evicts_the_pod(quiet, event_per_eviction):
     """Two running pods, a NoExecute DeviceTaintRule on the first one's device: it is evicted, the other
     not, over the whole window."""
-    assert_evicted(quiet.tainted)
+    assert_evicted(quiet.tainted, event=event_per_eviction)
     quiet.bystander.holds()
 
 

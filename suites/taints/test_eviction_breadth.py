@@ -17,12 +17,13 @@ from device_conformance import timeouts
 from device_conformance.expectations.dra import (
     FIRST_DEVICE_TAINTS_MINOR,
     FIRST_NONE_TAINT_EFFECT_MINOR,
+    NOEXECUTE_TOLERATION_IGNORED,
     has_device_taints,
 )
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import audit, dra, metrics, pods
-from device_conformance.wait.core import Pending, stays, until, watch
+from device_conformance.wait.core import Abort, Pending, stays, until, watch
 
 pytestmark = [
     pytest.mark.taints,
@@ -113,12 +114,23 @@ def test_pod_with_several_claims_is_evicted_for_a_taint_on_one_of_them(kube, nam
         dra_objects.release(created.metadata.name)
 
 
+@pytest.mark.known_bug(NOEXECUTE_TOLERATION_IGNORED)
 @pytest.mark.scenario("DT-U1", "DT-U3")
-def test_rule_evicts_a_pod_that_tolerates_the_slice_taint(dra_driver, dra_objects):
+def test_rule_evicts_a_pod_that_tolerates_the_slice_taint(dra_driver, dra_objects, shows_known_bug):
     """The slice's taint is tolerated for good; a DeviceTaintRule with another key is not."""
     driver = dra_driver(devices=(DeviceSpec("dev-0", taints=[taint(KEY)]),))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY)])
-    pod.stays(evicted, what="to stay: it tolerates the slice's taint", duration=3)
+    pod = dra_objects.claim_pod("evict", driver, request={"tolerations": [toleration(KEY)]}, keep=True)
+    with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once, at times before it ran
+        try:
+            pod.wait_running()
+        except Abort as exc:  # the pod ended: evicted before it was Running
+            raise AssertionError(f"{pod} did not run: {exc}") from None
+        pod.stays(evicted, what="to stay: it tolerates the slice's taint", duration=3)
+    if evicted(pod.read()):  # only where the block above recorded the bug: the rest needs the pod it evicted
+        return
+    devices = pod.allocated_devices()
+    assert devices == ["dev-0"], f"{pod} runs with allocated devices {devices}"
+    (device,) = devices
     dra_objects.taint_rule(taint(OTHER_KEY), driver=driver.config.driver_name, device=device)
     assert_evicted(pod)
 
@@ -136,8 +148,9 @@ TOLERATION_SECONDS = 30
 TAINTED_AGO = 20
 
 
+@pytest.mark.known_bug(NOEXECUTE_TOLERATION_IGNORED)
 @pytest.mark.scenario("DT-U3")
-def test_toleration_seconds_count_from_the_taints_time_added(dra_driver, dra_objects):
+def test_toleration_seconds_count_from_the_taints_time_added(dra_driver, dra_objects, shows_known_bug):
     """The taint says it was added 20 s ago; with 30 s of toleration the pod goes ~10 s after the taint is
     published, not 30 s after."""
     driver = dra_driver(devices=("dev-0",))
@@ -147,14 +160,22 @@ def test_toleration_seconds_count_from_the_taints_time_added(dra_driver, dra_obj
     due = TOLERATION_SECONDS - TAINTED_AGO
     cond = assert_evicted(pod, timeout=due + 10)
     delay = (cond.last_transition_time - time_added).total_seconds()
-    assert delay >= TOLERATION_SECONDS - 1, f"evicted {delay:.0f}s after timeAdded, toleration {TOLERATION_SECONDS}s"
+    with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once, ~20 s after timeAdded
+        assert delay >= TOLERATION_SECONDS - 1, (
+            f"evicted {delay:.0f}s after timeAdded, toleration {TOLERATION_SECONDS}s"
+        )
 
 
+@pytest.mark.known_bug(NOEXECUTE_TOLERATION_IGNORED)
 @pytest.mark.scenario("DT-U4")
-def test_taint_put_back_after_a_cancelled_eviction_evicts_again(dra_driver, dra_objects):
+def test_taint_put_back_after_a_cancelled_eviction_evicts_again(dra_driver, dra_objects, shows_known_bug):
     driver = dra_driver(devices=("dev-0",))
     pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY, seconds=8)])
     driver.set_taints(device, [taint(KEY)])
+    with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once, nothing to cancel
+        pod.stays(evicted, what="to stay while the toleration lasts", duration=2)
+    if evicted(pod.read()):  # only where the block above recorded the bug: the rest needs the pod it evicted
+        return
     driver.set_taints(device, [])
     event = pod.wait_event("Cancelling deletion", timeout=timeouts.TAINT_EVICTION)
     assert "DeviceTaintManagerEviction" in event, f"cancel event: {event}"
@@ -273,7 +294,9 @@ def test_each_eviction_is_one_get_patch_and_delete_and_one_deletion_in_the_metri
     stays(differs, what="no further request or deletion", duration=timeouts.DEVICE_TAINT_RULE_STATUS_PERIOD)
 
 
+@pytest.mark.known_bug(NOEXECUTE_TOLERATION_IGNORED)
 @pytest.mark.scenario("DT-U3")
-def test_toleration_without_seconds_is_never_evicted(tolerated_forever):
+def test_toleration_without_seconds_is_never_evicted(tolerated_forever, shows_known_bug):
     """Collected last: the window has run since the module's first test."""
-    tolerated_forever.holds()
+    with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once
+        tolerated_forever.holds()

@@ -76,6 +76,7 @@ def test_the_bugs_outside_the_kubelet_are_the_eviction_controllers_and_the_sched
 
     outside = {bug.issue: bug.component for bug in KNOWN_BUGS if bug.component != "kubelet"}
     assert outside == {
+        "kubernetes#134152": "kube-controller-manager",
         "kubernetes#134434": "kube-controller-manager",
         "kubernetes#135686": "kube-controller-manager",
         "kubernetes#141290": "kube-controller-manager",

@@ -85,6 +85,20 @@ VERDICTS = [
         ]
     ],
     *[
+        (dra.EVICTION_EVENT_FOR_FIRST_POD_ONLY, release, affected)
+        for release, affected in [
+            ("1.32.13", False),  # no device-taint eviction controller before 1.33
+            ("1.33.0", True),
+            ("1.33.13", True),
+            ("1.34.0", True),
+            ("1.34.10", True),
+            ("1.34.12", True),  # `*emitEventFunc = nil` still in module source v1.34.12
+            ("1.35.0", False),
+            ("1.36.4", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
         (dra.SHARED_CLAIM_STALE_CONSUMER_EVICTION, release, affected)
         for release, affected in [
             ("1.32.13", False),
@@ -442,6 +456,7 @@ MATRIX_TABLE = {
     "kubernetes#135437": ("kubelet", "FFFFFFT"),  # a 1.37.0 regression, unfixed
     "kubernetes#134434": ("kube-controller-manager", "FFTTFFF"),  # 1.33.0 (DRADeviceTaints) to 1.35.0
     "kubernetes#135686": ("kube-controller-manager", "FFTTTFF"),  # 1.33.0 to 1.36.0
+    "kubernetes#134152": ("kube-controller-manager", "FFTTFFF"),  # event of the first eviction only, 1.33.0 to 1.35.0
     "kubernetes#140527": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0
     "kubernetes#131513": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0
     "kubernetes#141290": ("kube-controller-manager", "FFFTTTT"),  # DRAExtendedResource 1.34.0, unfixed
