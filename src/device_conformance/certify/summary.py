@@ -6,9 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from device_conformance.certify.verdicts import VERDICTS
 from device_conformance.errors import BadInput
-
-VERDICTS = ("PASS", "FAIL", "NOT APPLICABLE")
 
 
 @dataclass(frozen=True)
