@@ -11,7 +11,7 @@ from device_conformance.interrupts import deferred_interrupts
 from device_conformance.process import pid_alive
 from device_conformance.providers.local import teardown as local_teardown
 from device_conformance.providers.local.layout import RunLayout
-from device_conformance.providers.local.processes import RUN_ENV
+from device_conformance.providers.local.processes import RUN_ENV, read_environ
 from device_conformance.providers.local.state import RunState
 
 
@@ -119,10 +119,10 @@ def test_a_process_caught_in_execve_is_read_again_not_taken_as_someone_elses():
     # The CI failure of test_an_interrupted_namespace_setup_leaves_no_holder: `unshare` had made the namespace
     # and was exec'ing `sleep`, so its environ read as empty once (fs/proc/base.c environ_read).
     entry = _ExecingProcEntry(f"{RUN_ENV}=r0c0ffe\0".encode(), empty_reads=3, stat=USER_STAT)
-    assert local_teardown._environ(entry) == f"{RUN_ENV}=r0c0ffe\0".encode()
+    assert read_environ(entry) == f"{RUN_ENV}=r0c0ffe\0".encode()
 
 
 def test_a_kernel_thread_is_read_once():
     entry = _ExecingProcEntry(b"never", empty_reads=1, stat=KTHREAD_STAT)
-    assert local_teardown._environ(entry) == b""
+    assert read_environ(entry) == b""
     assert entry.empty_reads == 0, "a kernel thread has no environment to wait for"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from device_conformance.providers.local import cgroups
 from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS, state_root
-from device_conformance.providers.local.processes import RUN_ENV
+from device_conformance.providers.local.processes import RUN_ENV, read_environ
 
 # A process tree whose items should be told apart from everyone else's (bench/interrupt.py sets it).
 TAG_ENV = "DEVICE_CONFORMANCE_TAG"
@@ -192,7 +192,7 @@ def _processes() -> tuple[list[Item], dict[int, set[int]], dict[int, int]]:
         if not argv:
             continue
         environ = {}
-        for pair in (_read_bytes(entry / "environ") or b"").split(b"\0"):
+        for pair in read_environ(entry).split(b"\0"):
             key, _, value = pair.decode(errors="replace").partition("=")
             if key in (RUN_ENV, TAG_ENV):
                 environ[key] = value

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,3 +82,28 @@ def exit_reason(record: ProcessRecord) -> str:
     if os.WIFSIGNALED(status):
         return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
     return f"exited with status {os.WEXITSTATUS(status)}"
+
+
+_PF_KTHREAD = 0x00200000  # include/linux/sched.h
+
+
+def read_environ(proc_entry: Path, attempts: int = 50) -> bytes:
+    """A process's environment; b"" if it is gone or a kernel thread.
+
+    A process in the middle of execve reads as empty (fs/proc/base.c environ_read: no mm yet), and the
+    namespace holder is exactly that right after `unshare` execs `sleep`: an empty read of a user
+    process is read again rather than taken as "not ours".
+    """
+    for _ in range(attempts):
+        try:
+            environ = (proc_entry / "environ").read_bytes()
+            if environ:
+                return environ
+            stat = (proc_entry / "stat").read_text()
+        except OSError:
+            return b""
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] in ("Z", "X") or int(fields[6]) & _PF_KTHREAD:  # no environment to read, ever
+            return b""
+        time.sleep(0.002)
+    return b""

@@ -16,7 +16,7 @@ from device_conformance.process import pid_alive, run
 from device_conformance.providers.local import cgroups
 from device_conformance.providers.local.layout import RunLayout, state_root
 from device_conformance.providers.local.node_namespace import NodeNamespace, host_dirs_lock, remove_created_host_dirs
-from device_conformance.providers.local.processes import RUN_ENV
+from device_conformance.providers.local.processes import RUN_ENV, read_environ
 from device_conformance.providers.local.state import RunState
 
 CONTROL_PLANE_STOP_ORDER = ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
@@ -88,34 +88,9 @@ def run_processes(run_id: str) -> list[int]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
-        if wanted in _environ(entry).split(b"\0"):
+        if wanted in read_environ(entry).split(b"\0"):
             pids.append(int(entry.name))
     return pids
-
-
-_PF_KTHREAD = 0x00200000  # include/linux/sched.h
-
-
-def _environ(proc_entry: Path, attempts: int = 50) -> bytes:
-    """A process's environment; b"" if it is gone or a kernel thread.
-
-    A process in the middle of execve reads as empty (fs/proc/base.c environ_read: no mm yet), and the
-    namespace holder is exactly that right after `unshare` execs `sleep`: an empty read of a user
-    process is read again rather than taken as "not ours".
-    """
-    for _ in range(attempts):
-        try:
-            environ = (proc_entry / "environ").read_bytes()
-            if environ:
-                return environ
-            stat = (proc_entry / "stat").read_text()
-        except OSError:
-            return b""
-        fields = stat.rsplit(")", 1)[1].split()
-        if fields[0] in ("Z", "X") or int(fields[6]) & _PF_KTHREAD:  # no environment to read, ever
-            return b""
-        time.sleep(0.002)
-    return b""
 
 
 def _kill(pid: int, timeout: float = 10) -> None:
