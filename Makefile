@@ -18,7 +18,7 @@ K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),
   $(if $(KUBELET_VERSION),--kubelet-version $(KUBELET_VERSION))
 K8S_VERSION_ARG = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
-.PHONY: venv lock test test-fast e2e certify-upstream bench interrupt-check matrix lint protos setup cleanup chromium
+.PHONY: venv lock test test-fast e2e certify-upstream bench interrupt-check soak matrix lint protos setup cleanup chromium
 
 venv: $(VENV)/.installed
 
@@ -93,6 +93,13 @@ bench: setup
 INTERRUPT_ARGS ?=
 interrupt-check: setup
 	$(BIN)/python bench/interrupt.py $(INTERRUPT_ARGS)
+
+# The flake check (README "Flake check"): the whole suite SOAK_RUNS times in a row, results in bench/results/soak-<time>.md.
+# SOAK_ARGS: e.g. --marks 'not slow' --workers 2 --stop-on-failure.
+SOAK_RUNS ?= 10
+SOAK_ARGS ?=
+soak: setup
+	$(BIN)/python bench/soak.py --runs $(SOAK_RUNS) $(SOAK_ARGS)
 
 # The non-slow suites on every version of the matrix (expectations/versions.py MATRIX_VERSIONS), one table.
 # MATRIX_VERSIONS="1.35.8 1.37.1" picks versions; results in matrix-results/.

@@ -1,0 +1,192 @@
+"""The flake check: the whole suite run again and again (issue 13, "Staying power" 5; README "Soak").
+
+    make soak SOAK_RUNS=10                       # the whole suite, slow tests included, ten times in a row
+    .venv/bin/python bench/soak.py --runs 3 --marks "not slow" --workers 2
+
+Each run is `pytest suites -n WORKERS --dist loadgroup` with a tag of its own in the environment
+(providers/local/inventory.py TAG_ENV, inherited by everything it starts), so what it starts is told
+apart from other sessions' clusters on the machine. After each run the check records:
+
+1. its outcome from the JUnit XML: passed / failed / error / xfailed / skipped and the wall time, and
+   each failed test with the first line of its message (the flakes to fix);
+2. what of ours is left on the host: the inventory (processes, mounts, cgroups, network namespaces,
+   bridges and veths, iptables rules, sockets, run directories) diffed against a snapshot taken before
+   the first run, keeping only items marked with the run's tag or with the ids of the clusters its
+   workers owned (polled from the runs' state files while it ran).
+
+The table goes to the terminal and, with the failures, to bench/results/soak-<time>.{md,json}; the exit
+status is 1 when any run failed or left something behind. `--stop-on-failure` stops at the first such run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from device_conformance.providers.local import inventory
+from device_conformance.providers.local.layout import state_root
+from device_conformance.providers.local.processes import read_environ
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).parent / "results"
+OUTCOMES = ("passed", "failed", "error", "xfailed", "skipped")
+POLL_S = 2.0  # how often the runs' state files are read for their owners (a cluster lives for minutes)
+
+
+@dataclass
+class RunResult:
+    index: int
+    returncode: int
+    wall_s: float
+    counts: dict[str, int]
+    failures: list[str] = field(default_factory=list)  # "nodeid: first line of the message"
+    left: list[str] = field(default_factory=list)
+    clusters: list[str] = field(default_factory=list)  # the local clusters its workers owned
+
+    @property
+    def green(self) -> bool:
+        return self.returncode == 0 and not self.failures and not self.left
+
+
+def junit_outcomes(path: Path) -> tuple[dict[str, int], list[str]]:
+    """Counts per outcome and the failed tests of a pytest JUnit XML file.
+
+    pytest writes an xfail as <skipped type="pytest.xfail">, and a strict xfail that passed as <failure>."""
+    counts = dict.fromkeys(OUTCOMES, 0)
+    failures = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        nodeid = f"{case.get('classname')}::{case.get('name')}"
+        outcome = "passed"
+        for tag in ("failure", "error", "skipped"):
+            element = case.find(tag)
+            if element is None:
+                continue
+            outcome = "failed" if tag == "failure" else tag
+            if tag == "skipped" and element.get("type") == "pytest.xfail":
+                outcome = "xfailed"
+            if tag in ("failure", "error"):
+                message = (element.get("message") or element.text or "").strip().splitlines()
+                failures.append(f"{nodeid}: {message[0][:200] if message else '(no message)'}")
+            break
+        counts[outcome] += 1
+    return counts, failures
+
+
+class ClusterOwners:
+    """The ids of the local clusters whose owner process carries `tag`, read from the runs' state files."""
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag.encode()
+        self.run_ids: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> ClusterOwners:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.read_once()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(POLL_S):
+            self.read_once()
+
+    def read_once(self) -> None:
+        for state_file in (state_root() / "runs").glob("*/state.json"):
+            run_id = state_file.parent.name
+            if run_id in self.run_ids:
+                continue
+            try:
+                owner = json.loads(state_file.read_text()).get("owner_pid")
+            except (OSError, ValueError):
+                continue
+            if owner and f"{inventory.TAG_ENV}={self.tag.decode()}".encode() in read_environ(
+                Path(f"/proc/{owner}")
+            ).split(b"\0"):
+                self.run_ids.add(run_id)
+
+
+def one_run(index: int, args: argparse.Namespace, logs: Path, before: inventory.Snapshot) -> RunResult:
+    tag = f"soak-{os.getpid()}-{index}"
+    junit = logs / f"run-{index:02d}.xml"
+    argv = [sys.executable, "-m", "pytest", "suites", "-p", "no:cacheprovider", "-q", "-rfE", f"--junitxml={junit}"]
+    argv += ["-n", str(args.workers), "--dist", "loadgroup"]
+    if args.marks:
+        argv += ["-m", args.marks]
+    argv += args.pytest_args
+    env = {**os.environ, inventory.TAG_ENV: tag}
+    started = time.monotonic()
+    with ClusterOwners(tag) as owners, (logs / f"run-{index:02d}.log").open("wb") as log:
+        code = subprocess.run(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log).returncode
+    wall = time.monotonic() - started
+    counts, failures = junit_outcomes(junit) if junit.exists() else (dict.fromkeys(OUTCOMES, 0), [])
+    if not junit.exists():
+        failures = [f"(no JUnit XML: pytest exited {code}; see {logs / f'run-{index:02d}.log'})"]
+    ours = inventory.Ours(run_ids=frozenset(owners.run_ids), tags=frozenset({tag}))
+    left = [str(item) for item in inventory.leaks(before, inventory.snapshot(), ours)]
+    return RunResult(index, code, wall, counts, failures, left, sorted(owners.run_ids))
+
+
+def table(results: list[RunResult]) -> str:
+    lines = [
+        "| run | exit | wall | passed | failed | error | xfailed | skipped | left behind |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        cells = " | ".join(str(r.counts[o]) for o in OUTCOMES)
+        lines.append(f"| {r.index} | {r.returncode} | {r.wall_s:.0f} s | {cells} | {len(r.left) or 'nothing'} |")
+    failed = [(r.index, f) for r in results for f in r.failures]
+    if failed:
+        lines += ["", "Failures:", *(f"- run {index}: {line}" for index, line in failed)]
+    left = [(r.index, item) for r in results for item in r.left]
+    if left:
+        lines += ["", "Left behind:", *(f"- run {index}: {item}" for index, item in left)]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--workers", default="auto", help="xdist workers per run (one cluster each)")
+    parser.add_argument("--marks", default="", help="a -m expression (default: the whole suite, slow included)")
+    parser.add_argument("--stop-on-failure", action="store_true")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
+    args = parser.parse_args()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    logs = RESULTS / f"soak-{stamp}"
+    logs.mkdir(parents=True, exist_ok=True)
+    print(f"soak: {args.runs} runs of `pytest suites -n {args.workers}` -m {args.marks!r}; logs in {logs}", flush=True)
+    before = inventory.snapshot()
+    results: list[RunResult] = []
+    for index in range(1, args.runs + 1):
+        result = one_run(index, args, logs, before)
+        results.append(result)
+        counts = ", ".join(f"{n} {o}" for o, n in result.counts.items() if n)
+        print(f"[{index}/{args.runs}] exit {result.returncode}, {counts} in {result.wall_s:.0f} s; "
+              f"clusters {result.clusters}; left: {len(result.left)}", flush=True)  # fmt: skip
+        for line in result.failures + result.left:
+            print(f"    {line}", flush=True)
+        (RESULTS / f"soak-{stamp}.json").write_text(
+            json.dumps({"args": vars(args), "runs": [asdict(r) for r in results]}, indent=1)
+        )
+        if args.stop_on_failure and not result.green:
+            break
+    report = table(results)
+    (RESULTS / f"soak-{stamp}.md").write_text(report + "\n")
+    print(report)
+    return 0 if results and all(r.green for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
