@@ -1,0 +1,41 @@
+"""What podresources List reports: the pods that hold resources now, never a pod that has ended.
+
+The kubelet's resource managers account only for active pods (a Succeeded or Failed pod's devices go back
+to the pool at the next allocation), so a listing that includes ended pods describes resources nobody holds
+(kubernetes#119423; fixed by #132028 in 1.34.0, KubeletPodResourcesListUseActivePods, default on)."""
+
+import pytest
+from device_conformance.fixtures.device_plugins import allocations
+
+from device_conformance import podresources
+from device_conformance.expectations.deviceplugin import PODRESOURCES_LISTS_TERMINATED_PODS
+
+pytestmark = pytest.mark.deviceplugin
+
+
+@pytest.mark.known_bug(PODRESOURCES_LISTS_TERMINATED_PODS)
+def test_podresources_lists_no_pod_that_has_ended(node, namespace, pod_factory, registered_plugin, shows_known_bug):
+    """A device pod that ran to completion, then a running device pod: List names exactly the running pod of
+    this namespace, with exactly the device its Allocate call gave it."""
+    plugin = registered_plugin
+    resource = plugin.config.resource_name
+    done = pod_factory("done", ["true"], resources={resource: 1})
+    done.wait_phase("Succeeded")
+    [first] = allocations(plugin, 1)
+    running = pod_factory("running", ["sleep", "86400"], resources={resource: 1})
+    running.wait_running()
+    _, granted = allocations(plugin, 1, 1)
+    assert running.devices(resource) == granted, (
+        f"podresources lists {running.devices(resource)} for {running}, the kubelet allocated {granted}"
+    )
+
+    listed = {
+        entry.name: entry.containers
+        for entry in podresources.list_pod_resources(str(node.host_path(podresources.DEFAULT_SOCKET)))
+        if entry.namespace == namespace
+    }
+    with shows_known_bug(PODRESOURCES_LISTS_TERMINATED_PODS):  # before the fix: the Succeeded pod is listed too
+        assert sorted(listed) == [running.name], (
+            f"podresources lists pods {sorted(listed)} of {namespace}, only {running.name} is running "
+            f"({done.name} Succeeded holding {first}); entries: {listed}"
+        )
