@@ -216,15 +216,17 @@ PODRESOURCES_LISTS_TERMINATED_PODS = KnownBug(
 # containerMap.GetContainerID(pod, name), which returns the first map entry of that pod and name; a container
 # that had restarted before the kubelet did has two (the exited one the kubelet keeps and the running one), Go's
 # map order picks either, and when it picks the exited one the running pod is re-admitted: with its plugin not
-# registered yet it fails with UnexpectedAdmissionError and is killed (described in closed PR #126707, 2024).
-# Fix PR #135485 ("Fix device plugin admission failure after container restart", no issue) checks every entry:
+# registered yet it fails with UnexpectedAdmissionError and is killed. Reported with logs in PR #126707 (2024,
+# closed unmerged; no issue was filed), named here as the bug's report. Fix PR #135485 ("Fix device plugin
+# admission failure after container restart", its "Fix 1") checks every entry:
 # CHANGELOG-1.36 v1.36.0; cherry-picks CHANGELOG-1.35 v1.35.4 (#138042) and CHANGELOG-1.34 v1.34.7 (#138027);
 # the 1.33 cherry-pick #138025 was closed unmerged (1.33 end of life). The loop over entries is in module source
-# v1.34.10, v1.34.12, v1.35.8, v1.36.4, v1.37.0 and v1.37.1; GetContainerID in v1.31.0, v1.31.4, v1.32.5,
-# v1.33.13, v1.34.0, v1.34.3 and v1.35.0. First affected: 1.28.0 (where #118635 landed on the mainline; the
-# 1.25-1.27 patch releases that got its cherry-picks have the bug too, outside this table's minors).
+# v1.34.7, v1.34.10, v1.34.12, v1.35.4, v1.35.8, v1.36.4, v1.37.0 and v1.37.1; GetContainerID in v1.31.0,
+# v1.31.4, v1.32.5, v1.33.13, v1.34.0, v1.34.3, v1.35.0 and v1.35.3 (the proxy refuses v1.34.6). First affected:
+# 1.28.0 (where #118635 landed on the mainline; the 1.25-1.27 patch releases that got its cherry-picks have the
+# bug too, outside this table's minors).
 RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART = KnownBug(
-    issue="kubernetes#135485",
+    issue="kubernetes#126707",
     title="a running device pod whose container restarted once is re-admitted and failed on a kubelet restart "
     "while its plugin is away",
     first_affected="1.28.0",
@@ -237,4 +239,27 @@ RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART = KnownBug(
         "suites/device_plugin/test_kubelet_restart.py::"
         "test_pod_with_restarted_containers_survives_kubelet_restart_while_its_plugin_is_away"
     ),
+)
+
+# podresources Get (KubeletPodResourcesGet: alpha from 1.27, beta and on by default from 1.34) looked the pod up in
+# the pod manager (kubeletPodsProvider.GetPodByName), so it kept answering for a pod that had ended, with the
+# devices the device manager had not yet reassigned, after List stopped listing such pods (#132028, 1.34.0).
+# GetPodByName skips inactive pods (Kubelet.isPodInactive, the filter of GetActivePods) from the same PR as
+# RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART, #135485 ("Fix 2 - Filter terminal pods from podresources" in
+# its description; no issue was filed; inferred from the sources, the whole upstream history could not be read
+# here: the filter arrives in each minor together with #135485 or its cherry-pick): module source v1.36.4, v1.37.0, v1.37.1, and through its cherry-picks v1.34.7, v1.34.10, v1.35.4
+# and v1.35.8 (CHANGELOG-1.34 v1.34.7 #138027, CHANGELOG-1.35 v1.35.4 #138042, the only podresources or device
+# manager entries there); not in v1.33.13, v1.34.0, v1.34.3, v1.35.0 or v1.35.3. The 1.33 cherry-pick (#138025)
+# was closed unmerged. First affected: 1.27.0, where Get came (alpha, off by default: before 1.34 only clusters
+# that turned the gate on have it).
+PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD = KnownBug(
+    issue="kubernetes#135485",
+    title="podresources Get answers for a pod that has ended, with the devices it held",
+    first_affected="1.27.0",
+    fixes=(
+        Fix("1.36.0", "kubernetes#135485"),
+        Fix("1.35.4", "kubernetes#138042"),
+        Fix("1.34.7", "kubernetes#138027"),
+    ),
+    shown_by="suites/device_plugin/test_podresources_lists.py::test_podresources_get_answers_no_pod_that_has_ended",
 )
