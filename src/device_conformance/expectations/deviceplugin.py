@@ -246,12 +246,13 @@ RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART = KnownBug(
 # devices the device manager had not yet reassigned, after List stopped listing such pods (#132028, 1.34.0).
 # GetPodByName skips inactive pods (Kubelet.isPodInactive, the filter of GetActivePods) from the same PR as
 # RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART, #135485 ("Fix 2 - Filter terminal pods from podresources" in
-# its description; no issue was filed; inferred from the sources, the whole upstream history could not be read
-# here: the filter arrives in each minor together with #135485 or its cherry-pick): module source v1.36.4, v1.37.0, v1.37.1, and through its cherry-picks v1.34.7, v1.34.10, v1.35.4
-# and v1.35.8 (CHANGELOG-1.34 v1.34.7 #138027, CHANGELOG-1.35 v1.35.4 #138042, the only podresources or device
-# manager entries there); not in v1.33.13, v1.34.0, v1.34.3, v1.35.0 or v1.35.3. The 1.33 cherry-pick (#138025)
-# was closed unmerged. First affected: 1.27.0, where Get came (alpha, off by default: before 1.34 only clusters
-# that turned the gate on have it).
+# its description; no issue was filed). That attribution is inferred: the upstream history could not be read
+# here, but the filter arrives in each minor together with #135485 or its cherry-pick. Module source v1.36.4,
+# v1.37.0 and v1.37.1 have it, and through the cherry-picks v1.34.7, v1.34.10, v1.35.4 and v1.35.8
+# (CHANGELOG-1.34 v1.34.7 #138027 and CHANGELOG-1.35 v1.35.4 #138042 are the only podresources or device manager
+# entries there); v1.33.13, v1.34.0, v1.34.3, v1.35.0 and v1.35.3 do not. The 1.33 cherry-pick (#138025) was
+# closed unmerged. First affected: 1.27.0, where Get came (alpha, off by default: before 1.34 only clusters that
+# turned the gate on have it).
 PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD = KnownBug(
     issue="kubernetes#135485",
     title="podresources Get answers for a pod that has ended, with the devices it held",
