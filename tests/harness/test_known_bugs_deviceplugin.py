@@ -70,6 +70,20 @@ VERDICTS = [
             ("1.37.1", False),
         ]
     ],
+    *[
+        (deviceplugin.RESIZE_RUNS_DEVICE_ALLOCATION, release, affected)
+        for release, affected in [
+            ("1.32.13", False),  # resize off by default; not what this entry vouches for
+            ("1.33.0", True),
+            ("1.33.13", True),
+            ("1.34.10", True),
+            ("1.35.8", True),
+            ("1.36.4", True),
+            ("1.36.5", True),  # no cherry-pick
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
 ]
 
 
@@ -83,6 +97,7 @@ MATRIX = {
     deviceplugin.PODRESOURCES_LISTS_TERMINATED_PODS: "TTTFFFF",
     deviceplugin.RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART: "TTTFFFF",
     deviceplugin.PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD: "TTTFFFF",
+    deviceplugin.RESIZE_RUNS_DEVICE_ALLOCATION: "FFTTTTF",
 }
 
 
@@ -107,6 +122,9 @@ def test_on_the_matrix_releases(bug):
         (deviceplugin.PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD, 34, "< 1.34.7"),
         (deviceplugin.PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD, 35, "< 1.35.4"),
         (deviceplugin.PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD, 37, "none"),
+        (deviceplugin.RESIZE_RUNS_DEVICE_ALLOCATION, 32, "none"),
+        (deviceplugin.RESIZE_RUNS_DEVICE_ALLOCATION, 36, "all"),
+        (deviceplugin.RESIZE_RUNS_DEVICE_ALLOCATION, 37, "none"),
     ],
 )
 def test_bug_table_cells(bug, minor, cell):

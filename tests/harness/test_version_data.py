@@ -467,6 +467,7 @@ MATRIX_TABLE = {
     "kubernetes#119423": ("kubelet", "TTTFFFF"),  # podresources List of ended pods, to 1.34.0, no cherry-pick
     "kubernetes#126707": ("kubelet", "TTTFFFF"),  # to 1.36.0, 1.35.4, 1.34.7 (#135485); no 1.33 cherry-pick
     "kubernetes#135485": ("kubelet", "TTTFFFF"),  # Get of an ended pod, same fix; the gate is off before 1.34
+    "kubernetes#140224": ("kubelet", "FFTTTTF"),  # in-place resize runs device allocation, 1.33.0 to 1.37.0
 }
 
 

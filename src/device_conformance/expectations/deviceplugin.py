@@ -264,3 +264,22 @@ PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD = KnownBug(
     ),
     shown_by="suites/device_plugin/test_podresources_lists.py::test_podresources_get_answers_no_pod_that_has_ended",
 )
+
+# An in-place resize (InPlacePodVerticalScaling: alpha from 1.27, beta and on by default from 1.33) is admitted by
+# running the pod admit handlers again (v1.33.13 Kubelet.canResizePod -> canAdmitPod over kl.admitHandlers; from
+# 1.34 the allocation manager's canResizePod/canAdmitPod, with Operation "resize" from 1.36), the resource managers'
+# handler among them, so the device manager's Allocate ran for a pod it had already given devices. Its
+# devicesToAllocate then refused the pod when an allocated device had turned unhealthy ("previously allocated
+# devices are no longer healthy; cannot allocate unhealthy devices") or the plugin was away, and a CPU resize stayed
+# Deferred with UnexpectedAdmissionError's message. PR #140224 (no issue; release note none, so in no CHANGELOG)
+# makes ManagerImpl.Allocate return at once for any operation but "add": in module source v1.37.0 and v1.37.1, not
+# in v1.36.4 or v1.36.5; no cherry-pick found. First affected: 1.33.0 is the earliest this entry vouches for (the
+# sources read: v1.33.13, v1.34.10, v1.35.8, v1.36.4); before 1.33 only clusters that turned the gate on resize.
+RESIZE_RUNS_DEVICE_ALLOCATION = KnownBug(
+    issue="kubernetes#140224",
+    title="an in-place CPU resize of a pod whose device turned unhealthy is deferred: the resize runs device "
+    "allocation again",
+    first_affected="1.33.0",
+    fixes=(Fix("1.37.0", "kubernetes#140224"),),
+    shown_by="suites/device_plugin/test_resize.py::test_cpu_resize_of_a_pod_whose_device_turned_unhealthy_is_applied",
+)
