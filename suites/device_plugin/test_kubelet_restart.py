@@ -378,7 +378,12 @@ def test_pod_with_restarted_containers_survives_kubelet_restart_while_its_plugin
     def changed(current):
         if current.metadata.uid != pod.uid:
             return f"a new pod {current.metadata.uid}"
-        return _restarted_once_and_running(current)
+        seen = _restarted_once_and_running(current)
+        if seen is None:
+            return None
+        # A rejected pod shows phase Running without container statuses until its containers are stopped: the
+        # kubelet's event says why.
+        return f"{seen}; admission events: {[e for e in pod.events() if ADMISSION_ERROR in e]}"
 
     with shows_known_bug(RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART):  # before: Failed, UnexpectedAdmission
         pod.stays(changed, what="to keep running, every container restarted once", duration=10)
