@@ -63,6 +63,13 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#135901": ("1.34.3", "1.34.10", "2026-11-23"),
     # Whole clusters (a scheduler bug): 1.37.0 built for it.
     "kubernetes#141620": ("1.37.0", "1.37.1", "2026-11-23"),
+    # The 1.33.13 kubelet under the 1.34.10 control plane.
+    "kubernetes#119423": ("1.33.13", "1.34.10", "2026-11-23"),
+    # The 1.34.3 kubelet under the 1.34.10 control plane (the fix reached 1.34 in 1.34.7).
+    "kubernetes#135485": ("1.34.3", "1.34.10", "2026-11-23"),
+    "kubernetes#126707": ("1.34.3", "1.34.10", "2026-11-23"),
+    # The 1.36.4 kubelet under the 1.37.1 control plane.
+    "kubernetes#140224": ("1.36.4", "1.37.1", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
