@@ -464,6 +464,10 @@ MATRIX_TABLE = {
     "kubernetes#135901": ("kubelet", "FFFFFFF"),  # 1.34.0 to 1.34.4 / 1.35.1 / 1.36.0: no matrix release
     "kubernetes#141620": ("kube-scheduler", "FFTTTTF"),  # 1.33.0 (DeviceTaintRules) to 1.37.1, no older cherry-pick
     "kubernetes#140268": ("kubelet", "TTTTTTF"),  # 1.31.0 (KEP-4680, device plugins) to 1.37.0, no cherry-pick
+    "kubernetes#119423": ("kubelet", "TTTFFFF"),  # podresources List of ended pods, to 1.34.0, no cherry-pick
+    "kubernetes#126707": ("kubelet", "TTTFFFF"),  # to 1.36.0, 1.35.4, 1.34.7 (#135485); no 1.33 cherry-pick
+    "kubernetes#135485": ("kubelet", "TTTFFFF"),  # Get of an ended pod, same fix; the gate is off before 1.34
+    "kubernetes#140224": ("kubelet", "FFTTTTF"),  # in-place resize runs device allocation, 1.33.0 to 1.37.0
 }
 
 

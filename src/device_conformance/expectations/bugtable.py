@@ -20,6 +20,10 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     deviceplugin.POD_RUNS_WITHOUT_DEVICES_AFTER_STATE_LOSS,
     deviceplugin.REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT,
     deviceplugin.DEVICE_HEALTH_PUSHED_TO_WRONG_POD,
+    deviceplugin.PODRESOURCES_LISTS_TERMINATED_PODS,
+    deviceplugin.RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART,
+    deviceplugin.PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD,
+    deviceplugin.RESIZE_RUNS_DEVICE_ALLOCATION,
     dra.NOEXECUTE_TOLERATION_IGNORED,
     dra.EVICTION_EVENT_FOR_FIRST_POD_ONLY,
     dra.SHARED_CLAIM_STALE_CONSUMER_EVICTION,
@@ -59,6 +63,13 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#135901": ("1.34.3", "1.34.10", "2026-11-23"),
     # Whole clusters (a scheduler bug): 1.37.0 built for it.
     "kubernetes#141620": ("1.37.0", "1.37.1", "2026-11-23"),
+    # The 1.33.13 kubelet under the 1.34.10 control plane.
+    "kubernetes#119423": ("1.33.13", "1.34.10", "2026-11-23"),
+    # The 1.34.3 kubelet under the 1.34.10 control plane (the fix reached 1.34 in 1.34.7).
+    "kubernetes#135485": ("1.34.3", "1.34.10", "2026-11-23"),
+    "kubernetes#126707": ("1.34.3", "1.34.10", "2026-11-23"),
+    # The 1.36.4 kubelet under the 1.37.1 control plane.
+    "kubernetes#140224": ("1.36.4", "1.37.1", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.

@@ -193,3 +193,93 @@ DEVICE_HEALTH_PUSHED_TO_WRONG_POD = KnownBug(
         "test_health_change_is_pushed_to_its_own_pod_when_other_resources_have_the_same_device_id"
     ),
 )
+
+# podresources List answered from every pod the kubelet knows (podsProvider.GetPods()), terminal ones included,
+# while the resource managers account only for active pods: a Succeeded or Failed pod stayed listed, with the
+# devices the device manager had not yet reassigned (#119423, reported on 1.26.2; also #132020, #131999). Fix PR
+# #132028 lists GetActivePods() behind the KubeletPodResourcesListUseActivePods gate (default on; off restores
+# the old listing): CHANGELOG-1.34 v1.34.0 ("Modified the node-local podresources API endpoint to consider only
+# active pods"); the gate and GetActivePods are in module source v1.34.0, v1.34.10, v1.35.8, v1.36.4 and v1.37.1.
+# GetPods() is what List uses in module source v1.20.15 (the v1 server's first minor is 1.20, the oldest read),
+# v1.31.0, v1.31.4, v1.32.5 and v1.33.13; no cherry-pick (a behaviour change behind a new gate; the 1.33
+# cherry-pick of the related #135485, #138025, left the filtering out and was closed at 1.33's end of life).
+PODRESOURCES_LISTS_TERMINATED_PODS = KnownBug(
+    issue="kubernetes#119423",
+    title="podresources List reports pods that have ended (Succeeded or Failed)",
+    first_affected="1.20.0",
+    fixes=(Fix("1.34.0", "kubernetes#132028"),),
+    shown_by="suites/device_plugin/test_podresources_lists.py::test_podresources_lists_no_pod_that_has_ended",
+)
+
+# After a kubelet restart, a device container found running is not allocated again (#118635, 1.28.0, the fix of
+# #118559; cherry-picked to 1.27-1.25). isContainerAlreadyRunning looked the container up with
+# containerMap.GetContainerID(pod, name), which returns the first map entry of that pod and name; a container
+# that had restarted before the kubelet did has two (the exited one the kubelet keeps and the running one), Go's
+# map order picks either, and when it picks the exited one the running pod is re-admitted: with its plugin not
+# registered yet it fails with UnexpectedAdmissionError and is killed. Reported with logs in PR #126707 (2024,
+# closed unmerged; no issue was filed), named here as the bug's report. Fix PR #135485 ("Fix device plugin
+# admission failure after container restart", its "Fix 1") checks every entry:
+# CHANGELOG-1.36 v1.36.0; cherry-picks CHANGELOG-1.35 v1.35.4 (#138042) and CHANGELOG-1.34 v1.34.7 (#138027);
+# the 1.33 cherry-pick #138025 was closed unmerged (1.33 end of life). The loop over entries is in module source
+# v1.34.7, v1.34.10, v1.34.12, v1.35.4, v1.35.8, v1.36.4, v1.37.0 and v1.37.1; GetContainerID in v1.31.0,
+# v1.31.4, v1.32.5, v1.33.13, v1.34.0, v1.34.3, v1.35.0 and v1.35.3 (the proxy refuses v1.34.6). First affected:
+# 1.28.0 (where #118635 landed on the mainline; the 1.25-1.27 patch releases that got its cherry-picks have the
+# bug too, outside this table's minors).
+RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART = KnownBug(
+    issue="kubernetes#126707",
+    title="a running device pod whose container restarted once is re-admitted and failed on a kubelet restart "
+    "while its plugin is away",
+    first_affected="1.28.0",
+    fixes=(
+        Fix("1.36.0", "kubernetes#135485"),
+        Fix("1.35.4", "kubernetes#138042"),
+        Fix("1.34.7", "kubernetes#138027"),
+    ),
+    shown_by=(
+        "suites/device_plugin/test_kubelet_restart.py::"
+        "test_pod_with_restarted_containers_survives_kubelet_restart_while_its_plugin_is_away"
+    ),
+)
+
+# podresources Get (KubeletPodResourcesGet: alpha from 1.27, beta and on by default from 1.34) looked the pod up in
+# the pod manager (kubeletPodsProvider.GetPodByName), so it kept answering for a pod that had ended, with the
+# devices the device manager had not yet reassigned, after List stopped listing such pods (#132028, 1.34.0).
+# GetPodByName skips inactive pods (Kubelet.isPodInactive, the filter of GetActivePods) from the same PR as
+# RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART, #135485 ("Fix 2 - Filter terminal pods from podresources" in
+# its description; no issue was filed). That attribution is inferred: the upstream history could not be read
+# here, but the filter arrives in each minor together with #135485 or its cherry-pick. Module source v1.36.4,
+# v1.37.0 and v1.37.1 have it, and through the cherry-picks v1.34.7, v1.34.10, v1.35.4 and v1.35.8
+# (CHANGELOG-1.34 v1.34.7 #138027 and CHANGELOG-1.35 v1.35.4 #138042 are the only podresources or device manager
+# entries there); v1.33.13, v1.34.0, v1.34.3, v1.35.0 and v1.35.3 do not. The 1.33 cherry-pick (#138025) was
+# closed unmerged. First affected: 1.27.0, where Get came (alpha, off by default: before 1.34 only clusters that
+# turned the gate on have it).
+PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD = KnownBug(
+    issue="kubernetes#135485",
+    title="podresources Get answers for a pod that has ended, with the devices it held",
+    first_affected="1.27.0",
+    fixes=(
+        Fix("1.36.0", "kubernetes#135485"),
+        Fix("1.35.4", "kubernetes#138042"),
+        Fix("1.34.7", "kubernetes#138027"),
+    ),
+    shown_by="suites/device_plugin/test_podresources_lists.py::test_podresources_get_answers_no_pod_that_has_ended",
+)
+
+# An in-place resize (InPlacePodVerticalScaling: alpha from 1.27, beta and on by default from 1.33) is admitted by
+# running the pod admit handlers again (v1.33.13 Kubelet.canResizePod -> canAdmitPod over kl.admitHandlers; from
+# 1.34 the allocation manager's canResizePod/canAdmitPod, with Operation "resize" from 1.36), the resource managers'
+# handler among them, so the device manager's Allocate ran for a pod it had already given devices. Its
+# devicesToAllocate then refused the pod when an allocated device had turned unhealthy ("previously allocated
+# devices are no longer healthy; cannot allocate unhealthy devices") or the plugin was away, and a CPU resize stayed
+# Deferred with UnexpectedAdmissionError's message. PR #140224 (no issue; release note none, so in no CHANGELOG)
+# makes ManagerImpl.Allocate return at once for any operation but "add": in module source v1.37.0 and v1.37.1, not
+# in v1.36.4 or v1.36.5; no cherry-pick found. First affected: 1.33.0 is the earliest this entry vouches for (the
+# sources read: v1.33.13, v1.34.10, v1.35.8, v1.36.4); before 1.33 only clusters that turned the gate on resize.
+RESIZE_RUNS_DEVICE_ALLOCATION = KnownBug(
+    issue="kubernetes#140224",
+    title="an in-place CPU resize of a pod whose device turned unhealthy is deferred: the resize runs device "
+    "allocation again",
+    first_affected="1.33.0",
+    fixes=(Fix("1.37.0", "kubernetes#140224"),),
+    shown_by="suites/device_plugin/test_resize.py::test_cpu_resize_of_a_pod_whose_device_turned_unhealthy_is_applied",
+)

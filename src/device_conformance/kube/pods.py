@@ -19,10 +19,13 @@ def container_spec(
     *,
     resources: Mapping[str, int] | None = None,
     restart_policy: str | None = None,
+    volume_mounts: Sequence[dict] = (),
 ) -> dict:
     """A busybox container (our locally built image; nothing can be pulled here). An init container
-    with restart_policy="Always" is a sidecar."""
+    with restart_policy="Always" is a sidecar. volume_mounts: Kubernetes volumeMount dicts."""
     container: dict = {"name": name, "image": WORKLOAD_IMAGE, "imagePullPolicy": "Never", "command": command}
+    if volume_mounts:
+        container["volumeMounts"] = list(volume_mounts)
     if resources:
         limits = {key: str(value) for key, value in resources.items()}
         container["resources"] = {"limits": limits, "requests": limits}
@@ -42,9 +45,11 @@ def pod_manifest(
     init_containers: Sequence[dict] = (),
     containers: Sequence[dict] = (),
     finalizers: Sequence[str] = (),
+    volumes: Sequence[dict] = (),
 ) -> dict:
     """A pod whose container "main" runs `command`; init_containers and containers (further app
-    containers, after main) are container_spec() dicts."""
+    containers, after main) are container_spec() dicts; volumes are Kubernetes volume dicts (for the
+    volume_mounts of those containers)."""
     spec: dict = {
         "restartPolicy": restart_policy,
         "dnsPolicy": "Default",  # no cluster DNS in these clusters
@@ -54,6 +59,8 @@ def pod_manifest(
     }
     if init_containers:
         spec["initContainers"] = list(init_containers)
+    if volumes:
+        spec["volumes"] = list(volumes)
     if node_name:
         spec["nodeName"] = node_name
     metadata: dict = {"name": name, "labels": {RUN_LABEL: "true", **(labels or {})}}
