@@ -283,10 +283,22 @@ def test_kubelet_through_systemd_health_and_clock_from_the_agent(routed: tuple[A
     node.kubelet.service.stop()
     assert client.calls == [
         (True, ["systemctl", "show", "--property=MainPID", "--value", "kubelet"], None),
-        (False, ["wget", "-q", "-T", "2", "-O", "-", "http://127.0.0.1:10248/healthz"], None),
+        (False, ["wget", "-q", "-O", "-", "http://127.0.0.1:10248/healthz"], None),
         (False, ["date", "+%s"], None),
         (True, ["systemctl", "stop", "kubelet"], None),
     ]
+
+
+def test_a_healthz_request_that_times_out_is_unhealthy(
+    routed: tuple[AgentNode, FakeClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    node, client = routed
+
+    def timed_out(*_: object, **__: object) -> bytes:
+        raise AgentError("timed out after 2s")
+
+    monkeypatch.setattr(client, "run", timed_out)
+    assert node.kubelet.healthy() is False
 
 
 def test_node_sockets_are_forwarded_and_other_paths_refused(routed: tuple[AgentNode, FakeClient]) -> None:
@@ -388,6 +400,11 @@ def test_run_returns_stdout_takes_stdin_and_reports_the_exit_code(agent: AgentCl
         agent.run(["sh", "-c", "echo why >&2; exit 3"], in_node=False)
     assert caught.value.returncode == 3
     assert caught.value.output == "why\n"
+
+
+def test_a_command_killed_by_a_signal_says_which(agent: AgentClient) -> None:
+    with pytest.raises(AgentError, match="signal: alarm clock"):
+        agent.run(["sh", "-c", "kill -ALRM $$"], in_node=False)
 
 
 def test_run_times_out(agent: AgentClient) -> None:

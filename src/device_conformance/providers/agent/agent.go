@@ -145,6 +145,9 @@ func run(req request) reply {
 		out.RC, out.Error = -1, "timed out after "+timeout.String()
 	case errors.As(err, &exit):
 		out.RC = exit.ExitCode()
+		if out.RC == -1 { // killed by a signal: say which (an exit status alone would read as "exit -1")
+			out.Error = exit.String()
+		}
 	case err != nil:
 		out.RC, out.Error = -1, err.Error()
 	}

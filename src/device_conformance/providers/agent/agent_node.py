@@ -17,12 +17,14 @@ from device_conformance.errors import BadInput, CommandError
 from device_conformance.node.base import NodeControl
 from device_conformance.node.cri import CRIClient
 from device_conformance.node.systemd import HEALTHZ, SystemdKubelet
-from device_conformance.providers.agent.client import AgentClient, SocketForwarder
+from device_conformance.providers.agent.client import AgentClient, AgentError, SocketForwarder
 
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 # containerd's default (kind's node image, kubeadm's default for containerd hosts); the kubelet's
 # containerRuntimeEndpoint in its config wins where it names another.
 DEFAULT_CRI_SOCKET = "/run/containerd/containerd.sock"
+# One /healthz request (node/systemd.py's curl uses --max-time 2).
+HEALTHZ_TIMEOUT = 2
 
 
 class AgentTransport:
@@ -80,7 +82,14 @@ class AgentKubelet(SystemdKubelet):
         self.transport = transport
 
     def healthy(self) -> bool:
-        probe = self.transport.run_in_agent(["wget", "-q", "-T", "2", "-O", "-", HEALTHZ], check=False)
+        # No `wget -T`: busybox implements it with alarm(), and its SIGALRM killed wget even when healthz had
+        # answered (seen on the kind node). The agent's own timeout bounds the request instead.
+        try:
+            probe = self.transport.run_in_agent(
+                ["wget", "-q", "-O", "-", HEALTHZ], check=False, timeout=HEALTHZ_TIMEOUT
+            )
+        except AgentError:  # timed out: a frozen kubelet accepts the connection and never answers
+            return False
         return probe.strip() == b"ok"
 
     def log_mark(self) -> int:
