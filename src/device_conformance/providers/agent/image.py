@@ -58,6 +58,9 @@ def agent_image(cache_dir: Path) -> Image:
     partial = tarball.with_suffix(".partial")
     write_oci_tarball(partial, name, layer, entrypoint=[BINARY])
     partial.replace(tarball)
+    for older in cache_dir.glob("node-agent-*.oci.tar"):
+        if older != tarball:  # an earlier recipe's or agent.go's: never used again
+            older.unlink(missing_ok=True)
     return Image(name, tarball)
 
 
