@@ -447,3 +447,39 @@ def test_unix_socket_forwarding_carries_bytes_both_ways(agent: AgentClient, tmp_
         forwarder.close()
         server.close()
     assert not local.exists()
+
+
+# -- tests that need a node path on the test host: NOT APPLICABLE through the agent -------------------------
+
+pytest_plugins = ["pytester"]
+
+
+def test_a_node_path_not_on_the_test_host_skips_the_test_as_not_applicable(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_paths="""
+import pytest
+from device_conformance.providers.agent.agent_node import NotOnTestHost
+
+@pytest.fixture
+def needs_dir():
+    raise NotOnTestHost("/var/lib/kubelet/device-plugins is not a Unix socket on node n1", "fix")
+
+def test_in_setup(needs_dir):
+    pass
+
+def test_in_call():
+    raise NotOnTestHost("/var/run/cdi is not a Unix socket on node n1", "fix")
+
+def test_other_bad_input_still_fails():
+    from device_conformance.errors import BadInput
+    raise BadInput("a real problem", "fix")
+"""
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rs")
+    result.assert_outcomes(skipped=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*NOT APPLICABLE through the node agent: /var/lib/kubelet/device-plugins is not a Unix socket on node n1",
+            "*NOT APPLICABLE through the node agent: /var/run/cdi is not a Unix socket on node n1",
+        ]
+    )

@@ -19,6 +19,13 @@ from device_conformance.node.cri import CRIClient
 from device_conformance.node.systemd import HEALTHZ, SystemdKubelet
 from device_conformance.providers.agent.client import AgentClient, AgentError, SocketForwarder
 
+
+class NotOnTestHost(BadInput):
+    """A node path a test wants on the test host (a directory our fakes serve in, a file read directly) that a
+    node reached through the agent does not have there: the test is not applicable on such a node (the
+    pytest plugin reports it skipped, fixtures/cluster.py)."""
+
+
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 # containerd's default (kind's node image, kubeadm's default for containerd hosts); the kubelet's
 # containerRuntimeEndpoint in its config wins where it names another.
@@ -112,7 +119,7 @@ class AgentNode(NodeControl):
         if path not in self._sockets:
             kind = self.transport.run(["sh", "-c", 'test -S "$1" && echo socket', "sh", path], check=False)
             if kind.strip() != b"socket":
-                raise BadInput(
+                raise NotOnTestHost(
                     f"{path} is not a Unix socket on node {self.name}, and nothing else of a node reached through "
                     "the node agent is on the test host",
                     "use read_file()/write_file()/list_sockets() for the node's files",
