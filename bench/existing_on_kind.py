@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -73,6 +74,14 @@ def main() -> int:
     parser.add_argument("--k8s-version", default=str(DEFAULT_K8S_VERSION))
     parser.add_argument("--sample-device-plugin", action="store_true", help="deploy upstream's sample device plugin")
     parser.add_argument("--no-allow", action="store_true", help="run without --allow-node-disruption")
+    parser.add_argument(
+        "--extra-run",
+        action="append",
+        default=[],
+        metavar="ARGS",
+        help="pytest arguments of a run before the main one, on the same cluster ({node}: the node's name; no "
+        "--allow-node-disruption added); its exit code is printed, not judged",
+    )
     parser.add_argument("pytest_args", nargs="*")
     args = parser.parse_args()
     version = KubeVersion.parse(args.k8s_version)
@@ -102,6 +111,14 @@ def main() -> int:
             "--provider", "existing", "--kubeconfig", str(handle.kubeconfig), *allow, *extra,
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if k not in ("PROVIDER", "KIND_CLUSTER", "DOCKER_HOST")}
+        for extra_run in args.extra_run:
+            extra_argv = [
+                sys.executable, "-m", "pytest", *shlex.split(extra_run.replace("{node}", node)), "-p",
+                "no:cacheprovider", "--provider", "existing", "--kubeconfig", str(handle.kubeconfig),
+            ]  # fmt: skip
+            log("extra run: " + " ".join(extra_argv))
+            code = subprocess.run(extra_argv, cwd=ROOT, env=env, check=False).returncode
+            log(f"extra run exited {code}")
         log("running: " + " ".join(argv))
         child = subprocess.Popen(argv, cwd=ROOT, env=env)
         while True:
