@@ -73,6 +73,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--k8s-version", default=str(DEFAULT_K8S_VERSION))
     parser.add_argument("--sample-device-plugin", action="store_true", help="deploy upstream's sample device plugin")
+    parser.add_argument("--kind-profile", default=None, help="kind-configs/ profile (default single-node)")
+    parser.add_argument(
+        "--node",
+        type=int,
+        default=0,
+        help="index of the node to allow, in the kind provider's order (workers first, then the control plane)",
+    )
     parser.add_argument("--no-allow", action="store_true", help="run without --allow-node-disruption")
     parser.add_argument(
         "--extra-run",
@@ -92,11 +99,12 @@ def main() -> int:
     try:
         image = ensure_node_image(Docker(), version, os.environ.get("KIND_NODE_IMAGE") or f"kindest/node:v{version}",
                                   ours=True, log=log)  # fmt: skip
-        provider = KindProvider(version, image=image, artifacts=ROOT / "artifacts", log=log)
+        provider = KindProvider(version, image=image, profile=args.kind_profile, artifacts=ROOT / "artifacts", log=log)
         provider.prepare()
         handle = provider.up()
         cluster = handle.name
-        node = handle.nodes[0].name
+        node = handle.nodes[args.node].name
+        log(f"the cluster's nodes: {', '.join(n.name for n in handle.nodes)}; the suite may disturb {node} only")
         agent = agent_image(cache_root() / "images" / "node-agent")
         assert provider.cli is not None
         log(f"loading the node agent's image {agent.name} as a user would: kind load image-archive {agent.tarball}")

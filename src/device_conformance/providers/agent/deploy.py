@@ -115,6 +115,11 @@ class AgentDeployment:
             self.transports.append(transport)
             self._wait_answers(transport)
             nodes.append(AgentNode(transport))
+        placed = {pod.metadata.name: pod.spec.node_name for pod in core.list_namespaced_pod(self.namespace).items}
+        strays = {name: node for name, node in placed.items() if node not in self.nodes}
+        if strays:  # nodeName makes this impossible; checked so that a run shows it
+            raise ConformanceError(f"node agent pods on nodes not allowed by --allow-node-disruption: {strays}")
+        self.log(f"node agent: {', '.join(f'{n}@{node}' for n, node in sorted(placed.items()))} answering")
         return nodes
 
     def _wait_running(self, node: str) -> str:
