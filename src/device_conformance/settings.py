@@ -145,9 +145,26 @@ KNOBS: dict[str, Knob] = {
             "vendor_daemonset",
             "--vendor-daemonset",
             "VENDOR_DAEMONSET",
-            "--provider kind: the vendor's subject is this DaemonSet (NAMESPACE/NAME), already deployed; restarted "
-            "by deleting its pod, stopped by a node label its pods must not match, SIGKILLed through the node; or "
-            "upstream:sample-device-plugin (the suite deploys and removes it). Instead of --vendor-command",
+            "--provider kind or existing: the vendor's subject is this DaemonSet (NAMESPACE/NAME), already deployed; "
+            "restarted by deleting its pod, stopped by a node label its pods must not match, SIGKILLed through the "
+            "node; or upstream:sample-device-plugin (kind: the suite deploys and removes it). Instead of "
+            "--vendor-command",
+        ),
+        Knob(
+            "allow_node_disruption",
+            "--allow-node-disruption",
+            "ALLOW_NODE_DISRUPTION",
+            "--provider existing: NODE[,NODE...] the suite may disturb (kubelet restarts and stops, signals, "
+            "checkpoint files, pod sandboxes): it runs its privileged node agent there, and only there, and "
+            "removes it afterwards; without it every node-fault test skips",
+        ),
+        Knob(
+            "node_agent_image",
+            "--node-agent-image",
+            "NODE_AGENT_IMAGE",
+            "--provider existing: the node agent's image (default: built locally, "
+            "device-conformance.local/node-agent:<content hash>; `device-conformance node-agent image` builds it "
+            "and prints how to load it into the nodes)",
         ),
         Knob(
             "containerd_version",
@@ -216,6 +233,9 @@ class Settings:
     containerd_version: Setting[str]
     # The vendor's subject the black-box tests run against (issue 12, part 2); None: our fakes.
     vendor: Setting[vendor_spec.VendorSpec | None] = Setting(None, Source("default"))
+    # --provider existing: the nodes the suite may disturb through its node agent (None: none, node tests skip).
+    allow_node_disruption: Setting[tuple[str, ...] | None] = Setting(None, Source("default"))
+    node_agent_image: Setting[str | None] = Setting(None, Source("default"))
 
 
 def resolve(
@@ -302,6 +322,8 @@ class _Resolver:
             kind_profile=self.text("kind_profile"),
             containerd_version=self.parsed("containerd_version", containerd.release, containerd.DEFAULT_VERSION),
             vendor=self.vendor(provider),
+            allow_node_disruption=self.allow_node_disruption(provider),
+            node_agent_image=self.node_agent_image(provider),
         )
 
     def k8s_source(self, bin_dir: Setting[Path | None]) -> Setting[Path | None]:
@@ -400,22 +422,62 @@ class _Resolver:
         spec = vendor_spec.parse(*(text for text, _ in raw.values()))
         if spec is None:
             return Setting(None, DEFAULT)
-        if spec.daemonset and provider.value != "kind":
+        if spec.daemonset and provider.value not in ("kind", "existing"):
             raise BadInput(
-                f"--vendor-daemonset {spec.daemonset} drives the subject's DaemonSet through the kind provider's "
-                f"node control; the provider is {provider}",
-                "use --provider kind (on --provider local pass --vendor-command; existing clusters need the node "
-                "agent, not built yet: issue 12)",
+                f"--vendor-daemonset {spec.daemonset} drives the subject's DaemonSet through the provider's node "
+                f"control (kind, or an existing cluster's node agent); the provider is {provider}",
+                "use --provider kind, or --provider existing with --allow-node-disruption NODE "
+                "(on --provider local pass --vendor-command)",
+            )
+        if spec.daemonset and spec.upstream is not None and provider.value == "existing":
+            raise BadInput(
+                f"--vendor-daemonset {spec.daemonset} deploys upstream's subject from an image built here, which "
+                "only kind nodes can be loaded with by the suite",
+                "deploy the subject on your cluster yourself (its manifest: "
+                "src/device_conformance/vendor_manifests/<name>.yaml) and pass --vendor-daemonset NAMESPACE/NAME",
             )
         if not spec.daemonset and provider.value != "local":
             raise BadInput(
                 f"{spec.option} runs the subject as a process on the host with the node's paths, which only the "
                 f"local provider has; the provider is {provider}",
-                "use --provider local, or on kind --vendor-daemonset NAMESPACE/NAME (the subject as a DaemonSet; "
-                "existing clusters are not built yet: issue 12)",
+                "use --provider local, or on kind or an existing cluster --vendor-daemonset NAMESPACE/NAME (the "
+                "subject as a DaemonSet)",
             )
         sources = [source for text, source in raw.values() if text is not None]
         return Setting(spec, next((s for s in sources if s.kind == "option"), sources[0]))
+
+    def allow_node_disruption(self, provider: Setting[str]) -> Setting[tuple[str, ...] | None]:
+        """The nodes the node agent may run on (existing clusters only: local and kind nodes are ours already)."""
+        text, source = self.raw("allow_node_disruption")
+        if text is None:
+            return Setting(None, DEFAULT)
+        shown = source.shows(text)
+        if provider.value != "existing":
+            raise BadInput(
+                f"{shown} deploys the node agent on an existing cluster; the provider is {provider}",
+                f"use --provider existing --kubeconfig PATH (local and kind nodes need no agent), {source.undo()}",
+            )
+        names = [name.strip() for name in text.split(",")]
+        if any(not name for name in names):
+            raise BadInput(
+                f"{shown} has an empty node name",
+                f"give the nodes the suite may disturb, comma-separated as `kubectl get nodes` names them, "
+                f"{source.undo()}",
+            )
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise BadInput(f"{shown} names {', '.join(repeated)} more than once", "name each node once")
+        return Setting(tuple(names), source)
+
+    def node_agent_image(self, provider: Setting[str]) -> Setting[str | None]:
+        text, source = self.raw("node_agent_image")
+        if text is not None and provider.value != "existing":
+            raise BadInput(
+                f"{source.shows(text)} is the image of the node agent, which only --provider existing deploys; "
+                f"the provider is {provider}",
+                f"drop it, or use --provider existing --allow-node-disruption NODE; {source.undo()}",
+            )
+        return Setting(text, source)
 
     def flag(self, name: str) -> Setting[bool]:
         given = self.options.get(name)

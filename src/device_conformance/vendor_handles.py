@@ -7,8 +7,8 @@ podresources, pod status, the kubelet's metrics (kube/kubelet_metrics.py) and ch
 
 `CAPABILITIES` says what a handle can do; tests that need more skip as NOT APPLICABLE in vendor mode
 (pytest_plugin/vendor.py), never pass. On kind the subject is a DaemonSet already deployed
-(VendorDaemonSetHandle: the same verbs through the API server and the provider's node control); existing clusters
-(a node agent under --allow-node-disruption) are not built yet.
+(VendorDaemonSetHandle: the same verbs through the API server and the provider's node control); on an existing
+cluster the same, the node control being the suite's node agent (--allow-node-disruption, providers/agent/).
 """
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ ROWS: list[Row] = [
         "`--vendor-device-plugin` with the kind provider",
         [PYTEST, *SUITE, "--provider", "kind", "--vendor-device-plugin", "vendor.com/gpu", "--vendor-command", "x"],
         message="--vendor-device-plugin runs the subject as a process on the host with the node's paths",
-        fix="fix: use --provider local, or on kind --vendor-daemonset NAMESPACE/NAME",
+        fix="fix: use --provider local, or on kind or an existing cluster --vendor-daemonset NAMESPACE/NAME",
         exit_code=4,
     ),
     Row(
@@ -280,8 +280,41 @@ ROWS: list[Row] = [
     Row(
         "`--vendor-daemonset` with the local provider",
         [PYTEST, *SUITE, "--vendor-device-plugin", "vendor.com/gpu", "--vendor-daemonset", "kube-system/gpu-plugin"],
-        message="--vendor-daemonset kube-system/gpu-plugin drives the subject's DaemonSet through the kind provider's",
-        fix="fix: use --provider kind",
+        message="--vendor-daemonset kube-system/gpu-plugin drives the subject's DaemonSet through the provider's node",
+        fix="fix: use --provider kind, or --provider existing with --allow-node-disruption NODE",
+        exit_code=4,
+    ),
+    Row(
+        "`--allow-node-disruption` without `--provider existing`",
+        [PYTEST, *SUITE, "--provider", "local", "--allow-node-disruption", "worker-1"],
+        message="--allow-node-disruption 'worker-1' deploys the node agent on an existing cluster; "
+        "the provider is local",
+        fix="fix: use --provider existing --kubeconfig PATH (local and kind nodes need no agent)",
+        exit_code=4,
+    ),
+    Row(
+        "`--allow-node-disruption` with an empty node name",
+        [
+            PYTEST,
+            *SUITE,
+            "--provider",
+            "existing",
+            "--kubeconfig",
+            "{tmp}/kubeconfig",
+            "--allow-node-disruption",
+            "a,,b",
+        ],
+        given="broken_kubeconfig",
+        message="--allow-node-disruption 'a,,b' has an empty node name",
+        fix="fix: give the nodes the suite may disturb, comma-separated",
+        exit_code=4,
+    ),
+    Row(
+        "`--node-agent-image` without `--provider existing`",
+        [PYTEST, *SUITE, "--provider", "kind", "--node-agent-image", "registry.example/agent:1"],
+        message="--node-agent-image 'registry.example/agent:1' is the image of the node agent, which only "
+        "--provider existing deploys",
+        fix="fix: drop it, or use --provider existing --allow-node-disruption NODE",
         exit_code=4,
     ),
     Row(

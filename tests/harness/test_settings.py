@@ -27,6 +27,8 @@ OPTIONS = {
     "--vendor-dra-driver": "VENDOR_DRA_DRIVER",
     "--vendor-command": "VENDOR_COMMAND",
     "--vendor-daemonset": "VENDOR_DAEMONSET",
+    "--allow-node-disruption": "ALLOW_NODE_DISRUPTION",
+    "--node-agent-image": "NODE_AGENT_IMAGE",
 }
 
 

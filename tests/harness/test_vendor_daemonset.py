@@ -63,12 +63,12 @@ def test_bad_daemonset_input_names_the_fix(args, problem, fix):
     assert fix in raised.value.fix, raised.value.fix
 
 
-def test_the_daemonset_needs_the_kind_provider_and_the_command_the_local_one():
+def test_the_daemonset_needs_kind_or_existing_and_the_command_the_local_one():
     ds = {"vendor_device_plugin": "vendor.com/gpu", "vendor_daemonset": "ns/ds"}
     assert resolve({"provider": "kind", **ds}, {}).vendor.value.daemonset == "ns/ds"
-    with pytest.raises(BadInput, match="drives the subject's DaemonSet through the kind provider") as raised:
+    with pytest.raises(BadInput, match="drives the subject's DaemonSet through the provider's node control") as raised:
         resolve({"provider": "local", **ds}, {})
-    assert "use --provider kind" in raised.value.fix
+    assert "use --provider kind, or --provider existing with --allow-node-disruption NODE" in raised.value.fix
     with pytest.raises(BadInput, match="only the local provider has") as raised:
         resolve({"provider": "kind", "vendor_device_plugin": "vendor.com/gpu", "vendor_command": "p"}, {})
     assert "--vendor-daemonset NAMESPACE/NAME" in raised.value.fix

@@ -20,6 +20,7 @@ VERB_MODULES = [
     "device_conformance.cli.reproduce",
     "device_conformance.cli.bisect",
     "device_conformance.cli.certify",
+    "device_conformance.cli.node_agent",
 ]
 
 

@@ -27,7 +27,12 @@ def make_provider(settings: Settings, *, log: Callable[[str], None], artifacts: 
     if name == "existing":
         from device_conformance.providers.existing import ExistingProvider
 
-        return ExistingProvider(settings.kubeconfig.value, log=log)
+        return ExistingProvider(
+            settings.kubeconfig.value,
+            log=log,
+            allow_node_disruption=settings.allow_node_disruption.value,
+            agent_image=settings.node_agent_image.value,
+        )
     if name == "kind":
         from device_conformance.providers.kind.provider import KindProvider
 

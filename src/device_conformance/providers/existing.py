@@ -1,4 +1,6 @@
-"""An existing cluster reached through a kubeconfig. No node access: node-fault tests skip.
+"""An existing cluster reached through a kubeconfig. Node access only where the user allows it:
+--allow-node-disruption NODE[,NODE] deploys the suite's node agent on those nodes (providers/agent/) for the
+session; without it (or on the other nodes) node-fault tests skip, naming the option.
 
 The version under test is what the cluster runs, read from it (never a default): each node's
 status.nodeInfo.kubeletVersion, and the API server's /version for the control plane.
@@ -14,11 +16,24 @@ from device_conformance.kube.client import Kube
 from device_conformance.kube.versions import WHERE, read_versions
 from device_conformance.providers.base import ClusterHandle
 
+# What the node fixture says when a node-fault test skips on an existing cluster.
+NO_NODE_ACCESS = (
+    "provider existing gives node access only through the suite's node agent: pass --allow-node-disruption "
+    "NODE[,NODE] (ALLOW_NODE_DISRUPTION) naming the nodes it may disturb"
+)
+
 
 class ExistingProvider:
     name = "existing"
 
-    def __init__(self, kubeconfig: Path | None, log: Callable[[str], None] = print) -> None:
+    def __init__(
+        self,
+        kubeconfig: Path | None,
+        log: Callable[[str], None] = print,
+        *,
+        allow_node_disruption: tuple[str, ...] | None = None,
+        agent_image: str | None = None,
+    ) -> None:
         if kubeconfig is None or not kubeconfig.exists():
             raise BadInput(
                 f"--provider existing needs a kubeconfig, got {kubeconfig}",
@@ -26,6 +41,10 @@ class ExistingProvider:
             )
         self.kubeconfig = kubeconfig
         self.log = log
+        self.allowed_nodes = tuple(allow_node_disruption or ())
+        self.agent_image = agent_image
+        self.agent_image_hint = "pass --node-agent-image IMAGE naming an image your nodes can pull"
+        self.deployment: object | None = None  # AgentDeployment while the agents run
 
     def prepare(self) -> None:
         """Nothing to fetch or build: the cluster is there already. Its kubeconfig must read as one,
@@ -38,6 +57,13 @@ class ExistingProvider:
                 "point --kubeconfig (or KUBECONFIG) at the kubeconfig of the cluster under test; "
                 "`kubectl --kubeconfig FILE config view --minify` shows what a file holds",
             ) from None
+        if self.allowed_nodes and self.agent_image is None:
+            from device_conformance.providers.agent.image import agent_image
+            from device_conformance.toolchain.cache import cache_root
+
+            image = agent_image(cache_root() / "images" / "node-agent")
+            self.agent_image = image.name
+            self.agent_image_hint = load_hint(image.name, image.tarball)
 
     def up(self) -> ClusterHandle:
         try:
@@ -59,13 +85,49 @@ class ExistingProvider:
             k8s_version=versions.kubelet,
             control_plane_version=versions.control_plane,
             version_source=WHERE,
+            nodes=list(self._agents()),
         )
 
+    def _agents(self) -> list:
+        """The node agents on the nodes the user named (none without --allow-node-disruption)."""
+        if not self.allowed_nodes:
+            return []
+        if self.agent_image is None:
+            self.prepare()
+        from device_conformance.providers.agent.deploy import AgentDeployment
+
+        deployment = AgentDeployment(
+            Kube.from_kubeconfig(self.kubeconfig),
+            self.allowed_nodes,
+            str(self.agent_image),
+            self.agent_image_hint,
+            log=self.log,
+        )
+        self.deployment = deployment
+        return deployment.up()
+
     def down(self) -> None:
-        """We did not create it, so we never delete it."""
+        """We did not create the cluster, so we never delete it; the node agents we deployed go."""
+        deployment, self.deployment = self.deployment, None
+        if deployment is not None:
+            try:
+                deployment.down()  # type: ignore[attr-defined]
+            finally:
+                deployment.kube.close()  # type: ignore[attr-defined]
 
     def keep(self) -> str:
+        self.down()  # the agents never outlive the session, --keep-cluster or not
         return f"existing cluster left as it was ({self.kubeconfig})"
+
+
+def load_hint(image: str, tarball: Path) -> str:
+    """How a user puts the locally built agent image on the nodes (for an image pull failure)."""
+    return (
+        f"load {tarball} into the container runtime of each node named by --allow-node-disruption "
+        f"(containerd: `ctr -n k8s.io images import {tarball}`; kind: `kind load image-archive {tarball} "
+        f"--name CLUSTER`), or push it to a registry the nodes pull from as {image!r} or under another name "
+        "given with --node-agent-image"
+    )
 
 
 def _first_line(exc: Exception) -> str:
