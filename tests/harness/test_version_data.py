@@ -169,6 +169,45 @@ VERDICTS = [
             ("1.37.1", False),
         ]
     ],
+    *[
+        (dra.UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM, release, affected)
+        for release, affected in [
+            ("1.31.4", False),  # before the first release the DRA suites run on
+            ("1.32.0", True),
+            ("1.33.13", True),
+            ("1.34.12", True),
+            ("1.35.8", True),
+            ("1.36.4", True),
+            ("1.36.5", True),  # no cherry-pick
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (dra.HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE, release, affected)
+        for release, affected in [
+            ("1.34.10", False),  # ResourceHealthStatus alpha and off
+            ("1.35.8", False),
+            ("1.36.0", True),
+            ("1.36.4", True),
+            ("1.36.5", True),  # cherry-pick #141858 not merged
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (dra.DEAD_DRIVER_SLICES_NEVER_WIPED, release, affected)
+        for release, affected in [
+            ("1.31.4", False),
+            ("1.32.0", True),
+            ("1.32.5", True),
+            ("1.33.0", True),
+            ("1.33.13", True),  # no cherry-pick
+            ("1.34.0", False),
+            ("1.34.10", False),
+            ("1.37.1", False),
+        ]
+    ],
 ]
 
 
@@ -464,6 +503,9 @@ MATRIX_TABLE = {
     "kubernetes#135901": ("kubelet", "FFFFFFF"),  # 1.34.0 to 1.34.4 / 1.35.1 / 1.36.0: no matrix release
     "kubernetes#141620": ("kube-scheduler", "FFTTTTF"),  # 1.33.0 (DeviceTaintRules) to 1.37.1, no older cherry-pick
     "kubernetes#140268": ("kubelet", "TTTTTTF"),  # 1.31.0 (KEP-4680, device plugins) to 1.37.0, no cherry-pick
+    "kubernetes#140212": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0, no cherry-pick
+    "kubernetes#141855": ("kubelet", "FFFFFTF"),  # 1.36.0 (ResourceHealthStatus on) to 1.37.0, 1.36 pick open
+    "kubernetes#128696": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0 (connection monitoring), no cherry-pick
 }
 
 

@@ -259,3 +259,62 @@ NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE = KnownBug(
     shown_by="suites/taints/test_taint_rule_selector.py::test_rule_without_a_device_selector_taints_no_device",
     component=SCHEDULER,  # the DRA scheduler plugin's patched slices (resourceslice/tracker)
 )
+
+
+# unprepareResources tore a claim down when the deleted pod was its only other user... or not a user at all: it
+# checked `len(claimInfo.PodUIDs) > 1` without asking whether the pod being unprepared was one of them, so a pod
+# whose prepare never took a reference (it failed in the validation pass, e.g. on a claim that does not exist)
+# unprepared, when it was deleted, a claim another running pod still used. Fix PR #140212 ("Fixed a bug in
+# kubelet DRA where deleting a Pod could unprepare resources still in use by another Pod", CHANGELOG-1.37 v1.37.0;
+# no issue filed): `if !claimInfo.hasPodReference(podUID)` in unprepareResources, module source v1.37.0 and
+# v1.37.1 pkg/kubelet/cm/dra/manager.go; absent from v1.31.0, v1.33.13, v1.34.3, v1.34.10, v1.34.12, v1.35.0,
+# v1.35.8, v1.36.4 and v1.36.5, and no cherry-pick in CHANGELOG-1.34 (to v1.34.11), CHANGELOG-1.35 (to v1.35.7)
+# or CHANGELOG-1.36 (to v1.36.5). First affected: the same check is in v1.31.0; set to the first release the DRA
+# suites run on.
+UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM = KnownBug(
+    issue="kubernetes#140212",
+    title="deleting a pod the kubelet never prepared a shared claim for unprepares the claim under its running user",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(Fix("1.37.0", "kubernetes#140212"),),
+    shown_by="suites/dra/test_dra_shared_claim_teardown.py::test_deleting_a_pod_that_never_got_the_claim_keeps_it_prepared",
+)
+
+# The kubelet opened a NodeWatchResources health stream to every registered DRA driver, whether or not it
+# advertised the optional DRAResourceHealth service, and retried it every 5 s when the driver answered
+# UNIMPLEMENTED (error-level log lines forever): #141855 ("[1.36] Kubelet retries DRA health streams for plugins
+# that do not advertise health support", open for the 1.36 branch; first reported as #140353). Read in module
+# source pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go add(): the stream starts whenever ResourceHealthStatus
+# is on, in v1.34.10, v1.36.4 and v1.36.5 (wait.UntilWithContext, 5*time.Second); v1.37.0 and v1.37.1 start it
+# only when the plugin advertised a health service (`p.chosenHealthService != ""`) and stop on UNIMPLEMENTED.
+# Fix PR #139477 (CHANGELOG-1.37 v1.37.0: "The kubelet only opens the device health stream for plugins that
+# advertise the service"); the 1.36 cherry-pick #141858 was still open, and v1.36.5 does not have it. First
+# affected: 1.36.0, where ResourceHealthStatus became beta and on by default (module source v1.36.4
+# pkg/features/kube_features.go); 1.34-1.35 do the same with the alpha gate turned on, which the suites do not do
+# (FIRST_RESOURCE_HEALTH_STATUS_MINOR).
+HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE = KnownBug(
+    issue="kubernetes#141855",
+    title="the kubelet calls NodeWatchResources every 5 s on a DRA driver that never advertised the health service",
+    first_affected=f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}.0",
+    fixes=(Fix("1.37.0", "kubernetes#139477"),),
+    shown_by="suites/dra/test_dra_health.py::test_no_health_stream_to_a_driver_without_the_health_service",
+)
+
+# A DRA driver that died without removing its registration socket (SIGKILLed, crashed) was never unregistered,
+# so the kubelet never wiped its ResourceSlices and the scheduler kept placing pods on devices no one could
+# prepare (#128696). Fix PR #132058 ("DRA kubelet: connection monitoring", CHANGELOG-1.34 v1.34.0): the kubelet
+# watches the gRPC connection to the driver's service socket and wipes the driver's slices after the wiping delay
+# once no connection is usable. Read in module source pkg/kubelet/cm/dra/plugin: v1.33.13 wipes only in
+# DeRegisterPlugin and at kubelet start (registration.go); v1.34.3, v1.34.10 and v1.37.1 queue a wipe in
+# DRAPluginManager.sync() when a connection ends (dra_plugin_manager.go monitoredPlugin.HandleConn). No
+# cherry-pick in CHANGELOG-1.33 (to v1.33.12; the PR is a feature). First affected: the wipe on unregistration
+# alone is in v1.31.0 (#125163); set to the first release the DRA suites run on.
+DEAD_DRIVER_SLICES_NEVER_WIPED = KnownBug(
+    issue="kubernetes#128696",
+    title="the ResourceSlices of a DRA driver that died without unregistering are never wiped",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(Fix("1.34.0", "kubernetes#132058"),),
+    shown_by=(
+        "suites/dra/test_dra_driver_restart.py::test_resourceslices_go_when_the_driver_stays_away; "
+        "suites/dra/test_dra_slices.py::test_slices_are_wiped_when_the_registered_driver_is_unresponsive"
+    ),
+)
