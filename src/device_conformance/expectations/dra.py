@@ -318,3 +318,25 @@ DEAD_DRIVER_SLICES_NEVER_WIPED = KnownBug(
         "suites/dra/test_dra_slices.py::test_slices_are_wiped_when_the_registered_driver_is_unresponsive"
     ),
 )
+
+# The scheduler's allocator copied a DeviceClass's config into the claim's allocation with `Requests: nil` ("All of
+# them...", structured/allocator.go), so a class config applied, for the driver, to every request of the claim,
+# including those of other classes, and two requests of one class got the config twice (#134789). Fix PR #134793
+# (mainline, CHANGELOG-1.35 v1.35.0): one entry per class naming the requests of that class. Cherry-picks: #135098
+# in CHANGELOG-1.34 v1.34.2, #135105 in CHANGELOG-1.33 v1.33.6, #135109 in CHANGELOG-1.32 v1.32.10 (module source
+# v1.32.13). Read in k8s.io/dynamic-resource-allocation structured: `Requests: nil` in v0.31.0 and v0.34.1,
+# `[]string{requestData.requestName()}` in v0.33.13, v0.34.3, v0.34.10 and v0.37.1. First affected: the same code
+# is in v0.31.0; set to the first release the DRA suites run on.
+CLASS_CONFIG_NAMES_NO_REQUESTS = KnownBug(
+    issue="kubernetes#134789",
+    title="a DeviceClass config in a claim's allocation names no requests, so it applies to every request",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(
+        Fix("1.35.0", "kubernetes#134793"),
+        Fix("1.34.2", "kubernetes#135098"),
+        Fix("1.33.6", "kubernetes#135105"),
+        Fix("1.32.10", "kubernetes#135109"),
+    ),
+    shown_by="suites/dra/test_dra_class_config.py::test_class_config_names_only_the_requests_of_its_class",
+    component=SCHEDULER,  # the DRA scheduler plugin's allocator (k8s.io/dynamic-resource-allocation/structured)
+)
