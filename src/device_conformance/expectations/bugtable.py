@@ -65,6 +65,8 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#141620": ("1.37.0", "1.37.1", "2026-11-23"),
     # The 1.36.4 kubelet under the 1.37.1 control plane.
     "kubernetes#140212": ("1.36.4", "1.37.1", "2026-11-23"),
+    # The 1.36.4 kubelet under the 1.37.1 control plane.
+    "kubernetes#141855": ("1.36.4", "1.37.1", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
