@@ -67,6 +67,8 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#140212": ("1.36.4", "1.37.1", "2026-11-23"),
     # The 1.36.4 kubelet under the 1.37.1 control plane.
     "kubernetes#141855": ("1.36.4", "1.37.1", "2026-11-23"),
+    # The 1.33.13 kubelet under the 1.34.10 control plane.
+    "kubernetes#128696": ("1.33.13", "1.34.10", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
