@@ -62,4 +62,5 @@ def test_class_config_names_only_the_requests_of_its_class(dra_driver, dra_objec
         }
     ]
     with shows_known_bug(CLASS_CONFIG_NAMES_NO_REQUESTS):
-        assert devices.get("config") == expected, "the class config, for the request of its class only"
+        seen = devices.get("config")
+        assert seen == expected, f"the class config, for the request of its class only: {seen}"

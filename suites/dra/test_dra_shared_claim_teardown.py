@@ -53,8 +53,9 @@ def test_deleting_a_pod_that_never_got_the_claim_keeps_it_prepared(node, dra_dri
     # The stray pod's termination ran unprepareResources before its API object went (kubelet.go
     # syncTerminatingPod), so whatever it did to the driver is in the call log now.
     with shows_known_bug(UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM):
-        assert claim_record(driver.calls(UNPREPARE)) == [], "no unprepare while the first pod runs on the claim"
-        assert list(driver.prepared()) == [uid], "the first pod's claim stays prepared"
+        unprepared = claim_record(driver.calls(UNPREPARE))
+        assert unprepared == [], f"no unprepare while the first pod runs on the claim, saw {unprepared}"
+        assert list(driver.prepared()) == [uid], f"the first pod's claim stays prepared: {list(driver.prepared())}"
     first.read()  # still there: its containers are not touched either way
 
     first.delete()
