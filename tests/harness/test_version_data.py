@@ -226,6 +226,18 @@ VERDICTS = [
             ("1.37.1", False),
         ]
     ],
+    *[
+        (dra.MISSING_DRIVER_BLOCKS_POD_DELETION, release, affected)
+        for release, affected in [
+            ("1.31.4", False),  # before the first release the DRA suites run on
+            ("1.32.0", True),
+            ("1.32.5", True),
+            ("1.33.13", True),  # no cherry-pick
+            ("1.34.0", False),
+            ("1.34.10", False),
+            ("1.37.1", False),
+        ]
+    ],
 ]
 
 
@@ -525,6 +537,7 @@ MATRIX_TABLE = {
     "kubernetes#141855": ("kubelet", "FFFFFTF"),  # 1.36.0 (ResourceHealthStatus on) to 1.37.0, 1.36 pick open
     "kubernetes#128696": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0 (connection monitoring), no cherry-pick
     "kubernetes#134789": ("kube-scheduler", "FTFFFFF"),  # 1.32.0 to 1.35.0, 1.34.2, 1.33.6 and 1.32.10
+    "kubernetes#131968": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0, no cherry-pick
 }
 
 

@@ -340,3 +340,21 @@ CLASS_CONFIG_NAMES_NO_REQUESTS = KnownBug(
     shown_by="suites/dra/test_dra_class_config.py::test_class_config_names_only_the_requests_of_its_class",
     component=SCHEDULER,  # the DRA scheduler plugin's allocator (k8s.io/dynamic-resource-allocation/structured)
 )
+
+# A pod scheduled with a claim of a driver that is not registered on the node (a mistake: no driver running there)
+# could not be deleted: prepareResources added the pod to the claim's cache entry before it looked the driver up,
+# so the failed prepare left a reference, and unprepareResources then failed on the missing driver ("get gRPC client
+# for DRA driver ...") at every retry: the pod stayed Terminating until the driver came. Fix PR #131968 ("DRA
+# kubelet: Simplified recovery from mistakes like scheduling a Pod onto a node where the required driver was not
+# running, as the kubelet no longer unnecessarily blocked Pod deletion", CHANGELOG-1.34 v1.34.0; no issue named):
+# the driver lookup moved into the validation pass, before any reference is taken. Read in module source
+# pkg/kubelet/cm/dra/manager.go: v1.33.13 calls addPodReference before NewDRAPluginClient; v1.34.0, v1.34.10 and
+# v1.37.1 call GetPlugin first. No cherry-pick in CHANGELOG-1.33 (to v1.33.12). First affected: set to the first
+# release the DRA suites run on.
+MISSING_DRIVER_BLOCKS_POD_DELETION = KnownBug(
+    issue="kubernetes#131968",
+    title="a pod whose claim's driver is not registered on the node cannot be deleted until the driver comes",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(Fix("1.34.0", "kubernetes#131968"),),
+    shown_by="suites/dra/test_dra_missing_driver.py::test_pod_of_a_driver_missing_on_the_node_can_be_deleted",
+)
