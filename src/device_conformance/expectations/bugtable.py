@@ -72,6 +72,8 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#128696": ("1.33.13", "1.34.10", "2026-11-23"),
     # Whole clusters (a scheduler bug): 1.34.1 built for it (1.32.5, the affected matrix release, is not built here).
     "kubernetes#134789": ("1.34.1", "1.34.10", "2026-11-23"),
+    # The 1.33.13 kubelet under the 1.34.10 control plane.
+    "kubernetes#131968": ("1.33.13", "1.34.10", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
