@@ -1,13 +1,12 @@
 """The driver process SIGKILLed and started again: registration, ResourceSlices and the kubelet's wiping delay,
 pods deleted while the driver is away (upstream #129402: termination waits for the driver, by design)."""
 
-import os
 import time
 
 import pytest
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import DEAD_DRIVER_SLICES_NEVER_WIPED, FIRST_DRA_MINOR
+from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
@@ -65,23 +64,18 @@ def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, no
 
 
 @pytest.mark.scenario("DRA-S3")
-@pytest.mark.known_bug(DEAD_DRIVER_SLICES_NEVER_WIPED)
-def test_resourceslices_go_when_the_driver_stays_away(kube, node, dra_driver, resource_api, shows_known_bug):
-    """The SIGKILLed driver leaves its registration socket behind, so the kubelet never sees it unregister: only
-    the lost connection to its service socket tells (kubernetes#128696, connection monitoring from 1.34)."""
+def test_resourceslices_go_when_the_driver_stays_away(kube, node, dra_driver, resource_api):
     driver = dra_driver(devices=("dev-0",))
     wait_dra.for_slice_count(kube, resource_api, node.name, driver.config.driver_name, 1)
     killed_at = time.monotonic()
     driver.kill()
-    assert os.path.exists(driver.config.registration_socket), "the dead driver's registration socket stays"
-    with shows_known_bug(DEAD_DRIVER_SLICES_NEVER_WIPED):
-        wait_dra.for_slice_count(
-            kube, resource_api, node.name, driver.config.driver_name, 0, timeout=timeouts.DRA_SLICE_WIPE
-        )
-        waited = time.monotonic() - killed_at
-        assert waited >= timeouts.DRA_WIPING_DELAY - 2, (
-            f"slices wiped {waited:.0f}s after the driver died, before the wiping delay"
-        )
+    wait_dra.for_slice_count(
+        kube, resource_api, node.name, driver.config.driver_name, 0, timeout=timeouts.DRA_SLICE_WIPE
+    )
+    waited = time.monotonic() - killed_at
+    assert waited >= timeouts.DRA_WIPING_DELAY - 2, (
+        f"slices wiped {waited:.0f}s after the driver died, before the wiping delay"
+    )
 
 
 def test_pod_deleted_while_driver_is_down_terminates_when_it_returns(dra_driver, dra_objects):

@@ -17,7 +17,7 @@ from device_conformance.fixtures.dra_drivers import unique_driver
 from kubernetes import client
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import DEAD_DRIVER_SLICES_NEVER_WIPED, FIRST_DRA_MINOR
+from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
@@ -77,14 +77,10 @@ def test_slices_are_wiped_after_the_driver_unregisters(kube, node, gone_drivers)
 
 
 @pytest.mark.scenario("DRA-S4")
-@pytest.mark.known_bug(DEAD_DRIVER_SLICES_NEVER_WIPED)
-def test_slices_are_wiped_when_the_registered_driver_is_unresponsive(kube, node, gone_drivers, shows_known_bug):
-    """Registered, but no connection to its service socket ever comes up: wiped after the delay from 1.34
-    (connection monitoring, kubernetes#128696); older kubelets wipe on unregistration only."""
+def test_slices_are_wiped_when_the_registered_driver_is_unresponsive(kube, node, gone_drivers):
     driver = gone_drivers.unresponsive
     assert driver.calls("NodePrepareResources") == [], "its DRA service never served"
-    with shows_known_bug(DEAD_DRIVER_SLICES_NEVER_WIPED):
-        assert_wiped_after_the_delay(kube, node, driver, gone_drivers.unresponsive_since)
+    assert_wiped_after_the_delay(kube, node, driver, gone_drivers.unresponsive_since)
 
 
 def forged_slice(kube, api, node_name, driver_name):

@@ -196,19 +196,6 @@ VERDICTS = [
         ]
     ],
     *[
-        (dra.DEAD_DRIVER_SLICES_NEVER_WIPED, release, affected)
-        for release, affected in [
-            ("1.31.4", False),
-            ("1.32.0", True),
-            ("1.32.5", True),
-            ("1.33.0", True),
-            ("1.33.13", True),  # no cherry-pick
-            ("1.34.0", False),
-            ("1.34.10", False),
-            ("1.37.1", False),
-        ]
-    ],
-    *[
         (dra.CLASS_CONFIG_NAMES_NO_REQUESTS, release, affected)
         for release, affected in [
             ("1.31.4", False),  # before the first release the DRA suites run on
@@ -535,7 +522,6 @@ MATRIX_TABLE = {
     "kubernetes#140268": ("kubelet", "TTTTTTF"),  # 1.31.0 (KEP-4680, device plugins) to 1.37.0, no cherry-pick
     "kubernetes#140212": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0, no cherry-pick
     "kubernetes#141855": ("kubelet", "FFFFFTF"),  # 1.36.0 (ResourceHealthStatus on) to 1.37.0, 1.36 pick open
-    "kubernetes#128696": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0 (connection monitoring), no cherry-pick
     "kubernetes#134789": ("kube-scheduler", "FTFFFFF"),  # 1.32.0 to 1.35.0, 1.34.2, 1.33.6 and 1.32.10
     "kubernetes#131968": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0, no cherry-pick
 }

@@ -299,26 +299,6 @@ HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE = KnownBug(
     shown_by="suites/dra/test_dra_health.py::test_no_health_stream_to_a_driver_without_the_health_service",
 )
 
-# A DRA driver that died without removing its registration socket (SIGKILLed, crashed) was never unregistered,
-# so the kubelet never wiped its ResourceSlices and the scheduler kept placing pods on devices no one could
-# prepare (#128696). Fix PR #132058 ("DRA kubelet: connection monitoring", CHANGELOG-1.34 v1.34.0): the kubelet
-# watches the gRPC connection to the driver's service socket and wipes the driver's slices after the wiping delay
-# once no connection is usable. Read in module source pkg/kubelet/cm/dra/plugin: v1.33.13 wipes only in
-# DeRegisterPlugin and at kubelet start (registration.go); v1.34.3, v1.34.10 and v1.37.1 queue a wipe in
-# DRAPluginManager.sync() when a connection ends (dra_plugin_manager.go monitoredPlugin.HandleConn). No
-# cherry-pick in CHANGELOG-1.33 (to v1.33.12; the PR is a feature). First affected: the wipe on unregistration
-# alone is in v1.31.0 (#125163); set to the first release the DRA suites run on.
-DEAD_DRIVER_SLICES_NEVER_WIPED = KnownBug(
-    issue="kubernetes#128696",
-    title="the ResourceSlices of a DRA driver that died without unregistering are never wiped",
-    first_affected=f"1.{FIRST_DRA_MINOR}.0",
-    fixes=(Fix("1.34.0", "kubernetes#132058"),),
-    shown_by=(
-        "suites/dra/test_dra_driver_restart.py::test_resourceslices_go_when_the_driver_stays_away; "
-        "suites/dra/test_dra_slices.py::test_slices_are_wiped_when_the_registered_driver_is_unresponsive"
-    ),
-)
-
 # The scheduler's allocator copied a DeviceClass's config into the claim's allocation with `Requests: nil` ("All of
 # them...", structured/allocator.go), so a class config applied, for the driver, to every request of the claim,
 # including those of other classes, and two requests of one class got the config twice (#134789). Fix PR #134793
