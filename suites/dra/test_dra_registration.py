@@ -66,6 +66,7 @@ def test_prepare_waits_for_a_stopped_dra_service(node, dra_driver, dra_objects):
 
 V1 = "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"
 V1BETA1 = "k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin"
+NODE_CALLS = ("NodePrepareResources", "NodeUnprepareResources")
 # What each driver advertises -> the service the kubelet must call: from 1.34 it supports v1 and v1beta1 and
 # walks the plugin's list in the plugin's order, taking the first it supports (validateSupportedServices,
 # pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, module source v1.37.1).
@@ -99,7 +100,9 @@ def test_each_driver_is_called_through_the_first_service_it_advertises(dra_drive
             "GetInfo",
             "NotifyRegistrationStatus",
         ], f"{key}: registration calls"
-        seen = [(c.method, c.service, c.claim_uids, c.outcome()) for c in driver.calls() if c.method.startswith("Node")]
+        # Prepare and unprepare only: a 1.36 kubelet also calls NodeWatchResources on every driver, which the fake
+        # logs as a call to a service it lacks (kubernetes#141855, test_dra_health.py).
+        seen = [(c.method, c.service, c.claim_uids, c.outcome()) for c in driver.calls() if c.method in NODE_CALLS]
         assert seen == [
             ("NodePrepareResources", expected, [uids[key]], "ok"),
             ("NodeUnprepareResources", expected, [uids[key]], "ok"),

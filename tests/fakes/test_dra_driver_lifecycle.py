@@ -138,6 +138,23 @@ def test_health_stream_sends_the_full_list_on_every_push(make_driver):
     assert second.devices[1].last_updated_time > 0
 
 
+def test_a_service_the_driver_lacks_is_logged_and_answered_unimplemented(driver):
+    """kubernetes#141855: the suites must see a kubelet calling the health service of a driver that never
+    advertised it; gRPC's own answer would leave no trace in the call log."""
+    with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as kubelet:
+        stream = kubelet.watch_health(timeout=10)
+        with pytest.raises(grpc.RpcError) as refused:
+            next(stream)
+    assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert refused.value.details() == "unknown service v1alpha1.DRAResourceHealth"
+    [call] = driver.calls("NodeWatchResources")
+    assert (call.service, call.outcome(), call.error["message"]) == (
+        "v1alpha1.DRAResourceHealth",
+        "error UNIMPLEMENTED",
+        "unknown service v1alpha1.DRAResourceHealth",
+    )
+
+
 def test_taints_and_devices_bump_the_pool_generation(driver):
     first = driver.set_taints("dev-0", [{"key": "example.com/bad", "effect": "NoExecute"}])
     second = driver.set_devices([DeviceSpec("dev-7")])

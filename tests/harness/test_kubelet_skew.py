@@ -81,6 +81,7 @@ def test_the_bugs_outside_the_kubelet_are_the_eviction_controllers_and_the_sched
         "kubernetes#135686": "kube-controller-manager",
         "kubernetes#141290": "kube-controller-manager",
         "kubernetes#141620": "kube-scheduler",
+        "kubernetes#134789": "kube-scheduler",
     }
 
 

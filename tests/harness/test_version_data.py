@@ -169,6 +169,62 @@ VERDICTS = [
             ("1.37.1", False),
         ]
     ],
+    *[
+        (dra.UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM, release, affected)
+        for release, affected in [
+            ("1.31.4", False),  # before the first release the DRA suites run on
+            ("1.32.0", True),
+            ("1.33.13", True),
+            ("1.34.12", True),
+            ("1.35.8", True),
+            ("1.36.4", True),
+            ("1.36.5", True),  # no cherry-pick
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (dra.HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE, release, affected)
+        for release, affected in [
+            ("1.34.10", False),  # ResourceHealthStatus alpha and off
+            ("1.35.8", False),
+            ("1.36.0", True),
+            ("1.36.4", True),
+            ("1.36.5", True),  # cherry-pick #141858 not merged
+            ("1.37.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (dra.CLASS_CONFIG_NAMES_NO_REQUESTS, release, affected)
+        for release, affected in [
+            ("1.31.4", False),  # before the first release the DRA suites run on
+            ("1.32.0", True),
+            ("1.32.5", True),
+            ("1.32.10", False),  # cherry-pick #135109
+            ("1.33.5", True),
+            ("1.33.6", False),  # cherry-pick #135105
+            ("1.33.13", False),
+            ("1.34.0", True),
+            ("1.34.1", True),
+            ("1.34.2", False),  # cherry-pick #135098
+            ("1.34.10", False),
+            ("1.35.0", False),
+            ("1.37.1", False),
+        ]
+    ],
+    *[
+        (dra.MISSING_DRIVER_BLOCKS_POD_DELETION, release, affected)
+        for release, affected in [
+            ("1.31.4", False),  # before the first release the DRA suites run on
+            ("1.32.0", True),
+            ("1.32.5", True),
+            ("1.33.13", True),  # no cherry-pick
+            ("1.34.0", False),
+            ("1.34.10", False),
+            ("1.37.1", False),
+        ]
+    ],
 ]
 
 
@@ -468,6 +524,10 @@ MATRIX_TABLE = {
     "kubernetes#126707": ("kubelet", "TTTFFFF"),  # to 1.36.0, 1.35.4, 1.34.7 (#135485); no 1.33 cherry-pick
     "kubernetes#135485": ("kubelet", "TTTFFFF"),  # Get of an ended pod, same fix; the gate is off before 1.34
     "kubernetes#140224": ("kubelet", "FFTTTTF"),  # in-place resize runs device allocation, 1.33.0 to 1.37.0
+    "kubernetes#140212": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0, no cherry-pick
+    "kubernetes#141855": ("kubelet", "FFFFFTF"),  # 1.36.0 (ResourceHealthStatus on) to 1.37.0, 1.36 pick open
+    "kubernetes#134789": ("kube-scheduler", "FTFFFFF"),  # 1.32.0 to 1.35.0, 1.34.2, 1.33.6 and 1.32.10
+    "kubernetes#131968": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0, no cherry-pick
 }
 
 

@@ -33,6 +33,10 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     dra.PARTIAL_PREPARE_DUPLICATES_DEVICES,
     dra.ALREADY_PREPARED_CLAIM_SKIPS_THE_REST,
     dra.NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE,
+    dra.UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM,
+    dra.HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE,
+    dra.CLASS_CONFIG_NAMES_NO_REQUESTS,
+    dra.MISSING_DRIVER_BLOCKS_POD_DELETION,
 )
 
 BEHAVIOURS: tuple[Behaviour, ...] = (
@@ -70,6 +74,14 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#126707": ("1.34.3", "1.34.10", "2026-11-23"),
     # The 1.36.4 kubelet under the 1.37.1 control plane.
     "kubernetes#140224": ("1.36.4", "1.37.1", "2026-11-23"),
+    # The 1.36.4 kubelet under the 1.37.1 control plane.
+    "kubernetes#140212": ("1.36.4", "1.37.1", "2026-11-23"),
+    # The 1.36.4 kubelet under the 1.37.1 control plane.
+    "kubernetes#141855": ("1.36.4", "1.37.1", "2026-11-23"),
+    # Whole clusters (a scheduler bug): 1.34.1 built for it (1.32.5, the affected matrix release, is not built here).
+    "kubernetes#134789": ("1.34.1", "1.34.10", "2026-11-23"),
+    # The 1.33.13 kubelet under the 1.34.10 control plane.
+    "kubernetes#131968": ("1.33.13", "1.34.10", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.

@@ -259,3 +259,82 @@ NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE = KnownBug(
     shown_by="suites/taints/test_taint_rule_selector.py::test_rule_without_a_device_selector_taints_no_device",
     component=SCHEDULER,  # the DRA scheduler plugin's patched slices (resourceslice/tracker)
 )
+
+
+# unprepareResources tore a claim down when the deleted pod was its only other user... or not a user at all: it
+# checked `len(claimInfo.PodUIDs) > 1` without asking whether the pod being unprepared was one of them, so a pod
+# whose prepare never took a reference (it failed in the validation pass, e.g. on a claim that does not exist)
+# unprepared, when it was deleted, a claim another running pod still used. Fix PR #140212 ("Fixed a bug in
+# kubelet DRA where deleting a Pod could unprepare resources still in use by another Pod", CHANGELOG-1.37 v1.37.0;
+# no issue filed): `if !claimInfo.hasPodReference(podUID)` in unprepareResources, module source v1.37.0 and
+# v1.37.1 pkg/kubelet/cm/dra/manager.go; absent from v1.31.0, v1.33.13, v1.34.3, v1.34.10, v1.34.12, v1.35.0,
+# v1.35.8, v1.36.4 and v1.36.5, and no cherry-pick in CHANGELOG-1.34 (to v1.34.11), CHANGELOG-1.35 (to v1.35.7)
+# or CHANGELOG-1.36 (to v1.36.5). First affected: the same check is in v1.31.0; set to the first release the DRA
+# suites run on.
+UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM = KnownBug(
+    issue="kubernetes#140212",
+    title="deleting a pod the kubelet never prepared a shared claim for unprepares the claim under its running user",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(Fix("1.37.0", "kubernetes#140212"),),
+    shown_by="suites/dra/test_dra_shared_claim_teardown.py::test_deleting_a_pod_that_never_got_the_claim_keeps_it_prepared",
+)
+
+# The kubelet opened a NodeWatchResources health stream to every registered DRA driver, whether or not it
+# advertised the optional DRAResourceHealth service, and retried it every 5 s when the driver answered
+# UNIMPLEMENTED (error-level log lines forever): #141855 ("[1.36] Kubelet retries DRA health streams for plugins
+# that do not advertise health support", open for the 1.36 branch; first reported as #140353). Read in module
+# source pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go add(): the stream starts whenever ResourceHealthStatus
+# is on, in v1.34.10, v1.36.4 and v1.36.5 (wait.UntilWithContext, 5*time.Second); v1.37.0 and v1.37.1 start it
+# only when the plugin advertised a health service (`p.chosenHealthService != ""`) and stop on UNIMPLEMENTED.
+# Fix PR #139477 (CHANGELOG-1.37 v1.37.0: "The kubelet only opens the device health stream for plugins that
+# advertise the service"); the 1.36 cherry-pick #141858 was still open, and v1.36.5 does not have it. First
+# affected: 1.36.0, where ResourceHealthStatus became beta and on by default (module source v1.36.4
+# pkg/features/kube_features.go); 1.34-1.35 do the same with the alpha gate turned on, which the suites do not do
+# (FIRST_RESOURCE_HEALTH_STATUS_MINOR).
+HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE = KnownBug(
+    issue="kubernetes#141855",
+    title="the kubelet calls NodeWatchResources every 5 s on a DRA driver that never advertised the health service",
+    first_affected=f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}.0",
+    fixes=(Fix("1.37.0", "kubernetes#139477"),),
+    shown_by="suites/dra/test_dra_health.py::test_no_health_stream_to_a_driver_without_the_health_service",
+)
+
+# The scheduler's allocator copied a DeviceClass's config into the claim's allocation with `Requests: nil` ("All of
+# them...", structured/allocator.go), so a class config applied, for the driver, to every request of the claim,
+# including those of other classes, and two requests of one class got the config twice (#134789). Fix PR #134793
+# (mainline, CHANGELOG-1.35 v1.35.0): one entry per class naming the requests of that class. Cherry-picks: #135098
+# in CHANGELOG-1.34 v1.34.2, #135105 in CHANGELOG-1.33 v1.33.6, #135109 in CHANGELOG-1.32 v1.32.10 (module source
+# v1.32.13). Read in k8s.io/dynamic-resource-allocation structured: `Requests: nil` in v0.31.0 and v0.34.1,
+# `[]string{requestData.requestName()}` in v0.33.13, v0.34.3, v0.34.10 and v0.37.1. First affected: the same code
+# is in v0.31.0; set to the first release the DRA suites run on.
+CLASS_CONFIG_NAMES_NO_REQUESTS = KnownBug(
+    issue="kubernetes#134789",
+    title="a DeviceClass config in a claim's allocation names no requests, so it applies to every request",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(
+        Fix("1.35.0", "kubernetes#134793"),
+        Fix("1.34.2", "kubernetes#135098"),
+        Fix("1.33.6", "kubernetes#135105"),
+        Fix("1.32.10", "kubernetes#135109"),
+    ),
+    shown_by="suites/dra/test_dra_class_config.py::test_class_config_names_only_the_requests_of_its_class",
+    component=SCHEDULER,  # the DRA scheduler plugin's allocator (k8s.io/dynamic-resource-allocation/structured)
+)
+
+# A pod scheduled with a claim of a driver that is not registered on the node (a mistake: no driver running there)
+# could not be deleted: prepareResources added the pod to the claim's cache entry before it looked the driver up,
+# so the failed prepare left a reference, and unprepareResources then failed on the missing driver ("get gRPC client
+# for DRA driver ...") at every retry: the pod stayed Terminating until the driver came. Fix PR #131968 ("DRA
+# kubelet: Simplified recovery from mistakes like scheduling a Pod onto a node where the required driver was not
+# running, as the kubelet no longer unnecessarily blocked Pod deletion", CHANGELOG-1.34 v1.34.0; no issue named):
+# the driver lookup moved into the validation pass, before any reference is taken. Read in module source
+# pkg/kubelet/cm/dra/manager.go: v1.33.13 calls addPodReference before NewDRAPluginClient; v1.34.0, v1.34.10 and
+# v1.37.1 call GetPlugin first. No cherry-pick in CHANGELOG-1.33 (to v1.33.12). First affected: set to the first
+# release the DRA suites run on.
+MISSING_DRIVER_BLOCKS_POD_DELETION = KnownBug(
+    issue="kubernetes#131968",
+    title="a pod whose claim's driver is not registered on the node cannot be deleted until the driver comes",
+    first_affected=f"1.{FIRST_DRA_MINOR}.0",
+    fixes=(Fix("1.34.0", "kubernetes#131968"),),
+    shown_by="suites/dra/test_dra_missing_driver.py::test_pod_of_a_driver_missing_on_the_node_can_be_deleted",
+)

@@ -70,3 +70,27 @@ class Served:
             end_call(self.log, call, context, Status("INTERNAL", f"bug in the fake: {exc!r}"))
         self.log.finish(call, response=to_dict(response))
         return response
+
+
+class UnknownMethods(grpc.GenericRpcHandler):
+    """Added after a server's services: a call to any other method is logged (error UNIMPLEMENTED), then answered
+    with UNIMPLEMENTED, as gRPC answers a service the server lacks. A test can then see the kubelet asking a fake
+    for a service it never advertised (kubernetes#141855: a 1.36 kubelet opens the DRA health stream of every
+    driver)."""
+
+    def __init__(self, log: CallLog, socket: str) -> None:
+        self._log = log
+        self._socket = socket
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+        # "/v1alpha1.DRAResourceHealth/NodeWatchResources" -> service, method
+        service, _, method = handler_call_details.method.lstrip("/").rpartition("/")
+        message = f"unknown service {service}"
+
+        def answer(request: bytes, context: grpc.ServicerContext) -> bytes:
+            # No deserializer: the request stays raw bytes. The answer fits unary and server-streaming
+            # callers alike: one request in, a status out.
+            call = self._log.start(method, {"size": len(request)}, service=service, socket=self._socket)
+            end_call(self._log, call, context, Status("UNIMPLEMENTED", message))
+
+        return grpc.unary_unary_rpc_method_handler(answer)

@@ -17,6 +17,7 @@ import grpc
 from device_conformance.errors import BadInput
 from device_conformance.fakes.common.calls import CallLog
 from device_conformance.fakes.common.faults import Faults
+from device_conformance.fakes.common.rpc import UnknownMethods
 from device_conformance.fakes.common.sockets import remove_socket
 from device_conformance.fakes.dra_driver import health, registration, service
 from device_conformance.fakes.dra_driver.claims import ClaimPreparer
@@ -115,6 +116,8 @@ class Driver:
         service.add_dra_services(server, self.preparer, self.faults, self.calls, socket)
         if self.config.health_service:
             health.add_to_server(self.health, self.calls, server, socket)
+        # Last: it answers (and logs) only what the services above do not serve.
+        server.add_generic_rpc_handlers((UnknownMethods(self.calls, socket),))
 
     # --- health, devices, slices ---------------------------------------------------------------
 

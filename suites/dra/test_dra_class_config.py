@@ -1,0 +1,66 @@
+"""DeviceClass configuration in a claim's allocation: the scheduler copies each class's config into
+status.allocation.devices.config (source FromClass) for the driver to read, naming the requests it belongs to
+(k8s.io/api resource/v1 types.go DeviceAllocationConfiguration: "Requests lists the names of requests where the
+configuration applies. If empty, its applies to all requests"; allocator in k8s.io/dynamic-resource-allocation
+v0.37.1 structured/internal/stable/allocator_stable.go)."""
+
+import pytest
+from device_conformance.fixtures.dra_pods import claim_with_requests
+
+from device_conformance.expectations.dra import CLASS_CONFIG_NAMES_NO_REQUESTS, FIRST_DRA_MINOR
+from device_conformance.kube import dra
+
+pytestmark = [
+    pytest.mark.dra,
+    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
+]
+
+PARAMETERS = {"mode": "from-class"}
+
+
+@pytest.fixture
+def configured_class(kube, dra_objects):
+    """make(driver) -> the name of a DeviceClass of the driver's devices that carries an opaque config."""
+    made = []
+
+    def make(driver):
+        name = f"{driver.config.driver_name}-configured"
+        body = {
+            "apiVersion": dra_objects.api,
+            "kind": "DeviceClass",
+            "metadata": {"name": name},
+            "spec": {
+                "selectors": [{"cel": {"expression": f'device.driver == "{driver.config.driver_name}"'}}],
+                "config": [{"opaque": {"driver": driver.config.driver_name, "parameters": PARAMETERS}}],
+            },
+        }
+        kube.custom.create_cluster_custom_object(dra.GROUP, dra_objects.api.split("/")[1], "deviceclasses", body)
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        dra.delete_device_class(kube, dra_objects.api, name)
+
+
+@pytest.mark.known_bug(CLASS_CONFIG_NAMES_NO_REQUESTS)
+def test_class_config_names_only_the_requests_of_its_class(dra_driver, dra_objects, configured_class, shows_known_bug):
+    """kubernetes#134789: a claim with a request of the driver's plain class and one of a class with a config;
+    the config in the allocation must name the second request only, or the driver applies it to both."""
+    driver = dra_driver(devices=("dev-0", "dev-1"))
+    with_config = configured_class(driver)
+    claim = claim_with_requests(dra_objects, {"plain": driver.config.driver_name, "configured": with_config})
+    pod = dra_objects.claim_pod("class-config", claim=claim)
+    pod.wait_running()
+    devices = dra_objects.get_claim(claim)["status"]["allocation"]["devices"]
+    assert sorted(r["request"] for r in devices["results"]) == ["configured", "plain"], devices["results"]
+    expected = [
+        {
+            "source": "FromClass",
+            "requests": ["configured"],
+            "opaque": {"driver": driver.config.driver_name, "parameters": PARAMETERS},
+        }
+    ]
+    with shows_known_bug(CLASS_CONFIG_NAMES_NO_REQUESTS):
+        seen = devices.get("config")
+        assert seen == expected, f"the class config, for the request of its class only: {seen}"
