@@ -127,7 +127,8 @@ def test_evicted_deployment_pod_is_replaced_on_the_healthy_nodes_device(
     """The first pod goes where the scheduler puts it; a rule taints exactly that node's device (driver, pool,
     device); the ReplicaSet's replacement can only get the other node's device (NoExecute implies NoSchedule)."""
     driver = unique_driver()
-    drivers = {node.name: dra_driver((DEVICE,), on=node, driver_name=driver) for node in cluster_nodes.nodes}
+    for node in cluster_nodes.nodes:
+        dra_driver((DEVICE,), on=node, driver_name=driver)
     name = pods.unique_name("replaced")
     manifest = pods.pod_manifest(
         name, ["sleep", "86400"], restart_policy="Always", finalizers=[KEEP_FINALIZER], **cluster_nodes.pod_options()
