@@ -73,3 +73,31 @@ def test_reboot_simulation_recreates_the_pod_sandbox(kube, node, sleeper):
 
     after = until(restarted, what=f"{sleeper} to run again in a new sandbox", timeout=timeouts.POD_START_UNNAMED)
     assert after.metadata.uid == sleeper.uid
+
+
+def test_real_reboot_restarts_the_node_and_the_pod_runs_again(kube, node, sleeper):
+    """A real reboot where the provider has one (kind: `docker restart` of the node container): every process of
+    the node starts afresh (its /run tmpfs emptied: a file written there before is gone), the node returns Ready
+    and the same pod runs again in a new container. (Not the kubelet's pid: a fresh PID namespace may give it
+    the same number again.)"""
+    reboot = getattr(node, "reboot", None)
+    if reboot is None:
+        pytest.skip(f"node {node.name} has no real reboot (kind nodes have one: docker restart)")
+    marker = "/run/dc-before-reboot"
+    node.write_file(marker, b"x")
+    assert node.read_file(marker) == b"x"
+    before = first_container_id(sleeper.read())
+    reboot()
+    wait.for_node_ready(kube, node.name, timeout=timeouts.NODE_READY)
+    with pytest.raises(FileNotFoundError):
+        node.read_file(marker)
+
+    def restarted():
+        pod = sleeper.read()
+        now = first_container_id(pod)
+        if now is None or now == before or not pods.is_ready(pod):
+            return Pending(f"container {now} (before the reboot {before}): {pods.summary(pod)}")
+        return pod
+
+    after = until(restarted, what=f"{sleeper} to run again after the reboot", timeout=timeouts.POD_START_UNNAMED)
+    assert after.metadata.uid == sleeper.uid

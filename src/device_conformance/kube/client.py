@@ -23,6 +23,11 @@ class Kube:
         return client.CoreV1Api(self.api_client)
 
     @property
+    def apps(self) -> client.AppsV1Api:
+        """Deployments: workloads whose controller replaces an evicted pod."""
+        return client.AppsV1Api(self.api_client)
+
+    @property
     def custom(self) -> client.CustomObjectsApi:
         """resource.k8s.io objects go through here, so any API version of them works."""
         return client.CustomObjectsApi(self.api_client)

@@ -46,10 +46,13 @@ def pod_manifest(
     containers: Sequence[dict] = (),
     finalizers: Sequence[str] = (),
     volumes: Sequence[dict] = (),
+    tolerations: Sequence[Mapping[str, str]] = (),
+    affinity: Mapping[str, object] | None = None,
 ) -> dict:
     """A pod whose container "main" runs `command`; init_containers and containers (further app
     containers, after main) are container_spec() dicts; volumes are Kubernetes volume dicts (for the
-    volume_mounts of those containers)."""
+    volume_mounts of those containers). tolerations and affinity go into the spec as given (for the
+    scheduler: fixtures/nodes.py makes both for tests that place pods on chosen nodes)."""
     spec: dict = {
         "restartPolicy": restart_policy,
         "dnsPolicy": "Default",  # no cluster DNS in these clusters
@@ -63,6 +66,10 @@ def pod_manifest(
         spec["volumes"] = list(volumes)
     if node_name:
         spec["nodeName"] = node_name
+    if tolerations:
+        spec["tolerations"] = [dict(t) for t in tolerations]
+    if affinity:
+        spec["affinity"] = dict(affinity)
     metadata: dict = {"name": name, "labels": {RUN_LABEL: "true", **(labels or {})}}
     if finalizers:
         metadata["finalizers"] = list(finalizers)

@@ -16,6 +16,7 @@ from device_conformance.pytest_plugin.options import add_options
 FIXTURE_MODULES = (
     "device_conformance.fixtures.session",
     "device_conformance.fixtures.cluster",
+    "device_conformance.fixtures.nodes",
     "device_conformance.fixtures.pods",
     "device_conformance.fixtures.device_plugins",
     "device_conformance.fixtures.dra_drivers",

@@ -15,6 +15,8 @@ MARKERS = {
     "vendor_blackbox": "vendor_blackbox('device-plugin' and/or 'dra-driver'): a black-box test that runs against a "
     "vendor's subject of that kind in vendor mode (--vendor-device-plugin / --vendor-dra-driver), against our fake "
     "otherwise; in vendor mode every other test is NOT APPLICABLE",
+    "nodes": "nodes(N): the test needs N nodes with node access that take its pods (kind: --kind-profile "
+    "two-nodes); it skips on fewer, naming the count (checked in fixtures/nodes.py)",
     # Harness tests (tests/), deselect with -m "not docker and not kind":
     "docker": "harness test that needs a Docker engine (a private dockerd is started when none runs)",
     "kind": "harness test that needs the kind CLI (and Go for kind's config loader)",
