@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -40,6 +41,15 @@ from device_conformance.wait.core import until
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
 CI_SUBSET = "smoke or ((deviceplugin or dra or taints) and not slow)"
+CI_RUN = ROOT / ".ci" / "run"
+
+
+def ci_kind_subset(ci_run: Path = CI_RUN) -> str:
+    """.ci/run's KIND_SUBSET (the -k expression of CI's kind part): one definition for CI and the bench."""
+    match = re.search(r'^KIND_SUBSET="([^"]*)"', ci_run.read_text(), re.MULTILINE)
+    if match is None:
+        raise SystemExit(f'no KIND_SUBSET="..." in {ci_run}')
+    return match.group(1).replace("\\\n", "")
 
 
 def timed(action) -> float:
