@@ -252,12 +252,22 @@ def suite_time(version: KubeVersion, workers: int, marks: str, *, provider: str 
         "marks": marks,
         "keyword": keyword,
         "wall_s": wall,
-        "pytest": lines[-1] if lines else "",
+        "pytest": pytest_summary(lines),
         "returncode": proc.returncode,
         "tests_s": tests,
         # What failed and why, so a slow or failed run can be judged from the JSON alone.
         "failures": [line for line in lines if line.startswith(("FAILED", "ERROR"))],
+        "output_tail": proc.stdout[-6000:] if proc.returncode else "",
     }
+
+
+def pytest_summary(lines: list[str]) -> str:
+    """pytest's summary line ("13 passed in 79.85s"), not what a session prints after it (the kind session
+    stops its private dockerd last)."""
+    for line in reversed(lines):
+        if re.search(r"\d+ (passed|failed|error|errors|skipped|deselected)\b.* in \d", line):
+            return line.strip("= ")
+    return lines[-1] if lines else ""
 
 
 def read_junit(path: Path) -> dict[str, dict]:

@@ -75,3 +75,13 @@ def test_a_local_only_report_has_no_kind_rows(bench_run):
 def test_a_local_only_table_has_no_ratio(bench_run):
     table = bench_run.comparison_table(bench_run.comparison_rows({"bring_up": REPORT["bring_up"]})).splitlines()
     assert table[2] == "| cluster create to node Ready | 8.00 s | - | - |"
+
+
+def test_the_summary_line_is_pytests_not_the_last_line(bench_run):
+    lines = [
+        "ERROR suites/taints/test_device_taints.py::test_x",
+        "============= 12 passed, 1 error in 140.12s (0:02:20) =============",
+        "[device-conformance] stopping the private dockerd (/tmp/dcd-jbmk0uxi)",
+    ]
+    assert bench_run.pytest_summary(lines) == "12 passed, 1 error in 140.12s (0:02:20)"
+    assert bench_run.pytest_summary(["no summary"]) == "no summary"
