@@ -84,9 +84,14 @@ certify-upstream: setup
 	$(BIN)/device-conformance certify summary $(addprefix $(CERTIFY_OUT)/,$(CERTIFY_REPORTS))
 
 # BENCH_ARGS: e.g. --skip-suite (a quick run without the suite wall times), --workers 1,2, --marks ''.
+# PROVIDER=kind: kind figures next to the local ones (README, "Benchmarks"); both providers are set up.
 BENCH_ARGS ?=
 bench: setup
-	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(BENCH_ARGS)
+ifeq ($(PROVIDER),kind)
+	$(BIN)/device-conformance setup --provider local $(K8S_ARGS)
+endif
+	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) \
+	  $(if $(filter kind,$(PROVIDER)),--provider kind) $(BENCH_ARGS)
 
 # The interruption and crash check (README "Interruption and crash"): SIGINT at 12 points, SIGKILL at 4.
 # INTERRUPT_ARGS: e.g. --seed 7, --only kubelet,kill-dra. Results in bench/results/interrupt-<time>.md.

@@ -11,6 +11,13 @@ In one run (README, "Benchmarks"):
    taint to the eviction; the ratio is our waits' overhead;
 3. the suite's wall time at 1, 2 and 3 xdist workers (one cluster each; by default the CI subset, the
    `-m` of .ci/run), with each test's own time; --skip-suite leaves this part out for a quick run.
+
+--provider kind (`make bench PROVIDER=kind`) puts kind figures next to the local ones in one table: cluster
+create to node Ready, kubelet restart to node Ready, pod create to Running (on a kind cluster in the Docker
+engine that answers, else in a private dockerd as the suites start it), our node image build cached (a no-op
+rebuild) and, with --kind-cold-image, built into an empty image cache; and the wall time of CI's kind subset
+(.ci/run's KIND_SUBSET) at 2 workers on both providers, as a ratio. Parts 2 and 3 (local) are left out there
+unless asked for (--samples N, --workers).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -40,6 +48,15 @@ from device_conformance.wait.core import until
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
 CI_SUBSET = "smoke or ((deviceplugin or dra or taints) and not slow)"
+CI_RUN = ROOT / ".ci" / "run"
+
+
+def ci_kind_subset(ci_run: Path = CI_RUN) -> str:
+    """.ci/run's KIND_SUBSET (the -k expression of CI's kind part): one definition for CI and the bench."""
+    match = re.search(r'^KIND_SUBSET="([^"]*)"', ci_run.read_text(), re.MULTILINE)
+    if match is None:
+        raise SystemExit(f'no KIND_SUBSET="..." in {ci_run}')
+    return match.group(1).replace("\\\n", "")
 
 
 def timed(action) -> float:
@@ -109,6 +126,83 @@ def bring_up(version: KubeVersion, repeats: int) -> dict[str, list[float]]:
     return results
 
 
+# ---- 1b. the same on kind --------------------------------------------------------------------------
+def kind_round(version: KubeVersion, results: dict[str, list[float]], repeats: int) -> dict:
+    """Single operations on kind clusters (one per round) in the engine the suites would use."""
+    from device_conformance.dockercli import Docker
+    from device_conformance.expectations.kind import default_node_image
+    from device_conformance.providers.kind.engine import ensure_engine, ensure_node_image, release_engine
+    from device_conformance.providers.kind.provider import KindProvider
+
+    previous = os.environ.get("DOCKER_HOST")
+    started = time.monotonic()
+    engine = ensure_engine(log=print)
+    info: dict = {"engine": "private dockerd (started by the bench)" if engine else "the Docker engine that answered"}
+    try:
+        if engine is not None:
+            info["private dockerd start s"] = time.monotonic() - started
+        started = time.monotonic()
+        image = ensure_node_image(Docker(), version, default_node_image(version), ours=True, log=print)
+        info["node image"] = image
+        info["node image into the engine s"] = time.monotonic() - started
+        for _ in range(repeats):
+            provider = KindProvider(version, image=image, log=lambda _: None)
+            provider.prepare()
+            started = time.monotonic()
+            handle = provider.up()
+            results.setdefault("cluster create to node Ready", []).append(time.monotonic() - started)
+            try:
+                kube_ops(handle, results)
+            finally:
+                results.setdefault("teardown", []).append(timed(provider.down))
+    finally:
+        release_engine(engine, previous)
+    return info
+
+
+def kube_ops(handle, results: dict[str, list[float]]) -> None:
+    """Kubelet restart to node Ready and pod create to Running, 3 samples each (as one_round does locally)."""
+    kube = Kube.from_kubeconfig(handle.kubeconfig)
+    node = handle.nodes[0]
+    try:
+        for _ in range(3):
+            results.setdefault("kubelet restart to node Ready", []).append(
+                timed(lambda: (node.kubelet.restart(), wait.for_node_ready(kube, node.name)))
+            )
+        kube.core.create_namespace({"metadata": {"name": "bench"}})
+        until(lambda: kube.core.read_namespaced_service_account("default", "bench"), what="default SA", timeout=60)
+        for i in range(3):
+            manifest = pods.pod_manifest(f"p{i}", ["sleep", "3600"], restart_policy="Always")
+            started = time.monotonic()
+            pods.create(kube, "bench", manifest)
+            wait.for_pod_running_ready(kube, "bench", manifest["metadata"]["name"])
+            results.setdefault("pod create to Running", []).append(time.monotonic() - started)
+    finally:
+        kube.close()
+
+
+def node_image_builds(version: KubeVersion, cold: bool) -> dict[str, float]:
+    """Our node image build: cached (a no-op rebuild: checksums re-verified) and, when asked, into an empty
+    image cache (DEVICE_CONFORMANCE_CACHE a new directory; the Kubernetes server binaries given with
+    --k8s-bin-dir, Go's build and module caches as they are)."""
+    from device_conformance.providers.kind.engine import build_node_image
+    from device_conformance.toolchain.binaries import ensure_binaries
+
+    figures = {"node image build, cached": timed(lambda: build_node_image(version, log=lambda _: None))}
+    if cold:
+        binaries = ensure_binaries(version, progress=lambda _: None)
+        with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_COLD_DIR", "/tmp")) as fresh:
+            argv = [
+                str(Path(sys.executable).with_name("device-conformance")), "kind", "build-node-image",
+                "--k8s-version", str(version), "--k8s-bin-dir", str(binaries.directory),
+            ]  # fmt: skip
+            env = {**os.environ, "DEVICE_CONFORMANCE_CACHE": fresh}
+            started = time.monotonic()
+            subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+            figures["node image build, empty image cache (Go caches warm)"] = time.monotonic() - started
+    return figures
+
+
 # ---- 2. our waits against their floors --------------------------------------------------------------
 def wait_overheads(version: KubeVersion, samples: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,30 +229,45 @@ def wait_overheads(version: KubeVersion, samples: int) -> dict:
 
 
 # ---- 3. suite wall time by worker count ---------------------------------------------------------------
-def suite_time(version: KubeVersion, workers: int, marks: str) -> dict:
+def suite_time(version: KubeVersion, workers: int, marks: str, *, provider: str = "local", keyword: str = "") -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
         argv = [
             sys.executable, "-m", "pytest", "suites", "-n", str(workers), "--dist", "loadgroup",
             "-p", "no:cacheprovider", "-q", "-rfE", "--k8s-version", str(version), f"--junitxml={junit}",
+            "--provider", provider,
         ]  # fmt: skip
         if marks:
             argv += ["-m", marks]
+        if keyword:
+            argv += ["-k", keyword]
         started = time.monotonic()
         proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
         wall = time.monotonic() - started
         tests = read_junit(junit) if junit.exists() else {}
     lines = proc.stdout.strip().splitlines()
     return {
+        "provider": provider,
         "workers": workers,
         "marks": marks,
+        "keyword": keyword,
         "wall_s": wall,
-        "pytest": lines[-1] if lines else "",
+        "pytest": pytest_summary(lines),
         "returncode": proc.returncode,
         "tests_s": tests,
         # What failed and why, so a slow or failed run can be judged from the JSON alone.
         "failures": [line for line in lines if line.startswith(("FAILED", "ERROR"))],
+        "output_tail": proc.stdout[-6000:] if proc.returncode else "",
     }
+
+
+def pytest_summary(lines: list[str]) -> str:
+    """pytest's summary line ("13 passed in 79.85s"), not what a session prints after it (the kind session
+    stops its private dockerd last)."""
+    for line in reversed(lines):
+        if re.search(r"\d+ (passed|failed|error|errors|skipped|deselected)\b.* in \d", line):
+            return line.strip("= ")
+    return lines[-1] if lines else ""
 
 
 def read_junit(path: Path) -> dict[str, dict]:
@@ -217,6 +326,47 @@ def plot(report: dict, out: Path) -> None:
     fig.savefig(out, dpi=110)
 
 
+# (row, local key, kind key): the single operations both providers measure, under their names in the report.
+SIDE_BY_SIDE = (
+    ("cluster create to node Ready", "bring-up warm", "cluster create to node Ready"),
+    ("kubelet restart to node Ready", "kubelet restart to node Ready", "kubelet restart to node Ready"),
+    ("pod create to Running", "pod create to Running", "pod create to Running"),
+    ("teardown", "teardown", "teardown"),
+)
+
+
+def comparison_rows(report: dict) -> list[tuple[str, float | None, float | None]]:
+    """(measurement, local seconds, kind seconds) for the local-vs-kind table; None where not measured.
+
+    Medians of the samples; the node image builds exist on kind only; the last row is CI's kind subset."""
+    local, kind = report.get("bring_up", {}), report.get("kind", {})
+    kind_ops = kind.get("single", {})
+
+    def median(values: list[float] | None) -> float | None:
+        return statistics.median(values) if values else None
+
+    rows = [(name, median(local.get(lk)), median(kind_ops.get(kk))) for name, lk, kk in SIDE_BY_SIDE]
+    rows += [(name, None, seconds) for name, seconds in kind.get("node_image", {}).items()]
+    subset = {run["provider"]: run["wall_s"] for run in kind.get("suite", [])}
+    if subset:
+        workers = kind["suite"][0]["workers"]
+        rows.append((f"CI kind subset, {workers} workers (suite wall)", subset.get("local"), subset.get("kind")))
+    return rows
+
+
+def comparison_table(rows: list[tuple[str, float | None, float | None]]) -> str:
+    """Markdown: one row per measurement, the kind/local ratio where both exist."""
+
+    def cell(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f} s"
+
+    lines = ["| measurement (median) | local | kind | kind / local |", "|---|---|---|---|"]
+    for name, local, kind in rows:
+        ratio = f"{kind / local:.1f}" if local and kind is not None else "-"
+        lines.append(f"| {name} | {cell(local)} | {cell(kind)} | {ratio} |")
+    return "\n".join(lines)
+
+
 def print_report(report: dict) -> None:
     print(f"{'measurement':44} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, values in report.get("bring_up", {}).items():
@@ -228,29 +378,55 @@ def print_report(report: dict) -> None:
             print(f"{name:44} {case['wait_median_s']:7.2f} {case['floor_median_s']:8.2f} {case['overhead_ratio']:6.2f}")
     for run in report.get("suite", []):
         print(f"suite at {run['workers']} workers: {run['wall_s']:.1f} s wall ({run['pytest']})")
+    if "kind" in report:
+        print(f"\nlocal vs kind ({report['kind']['engine']['engine']}):")
+        print(comparison_table(comparison_rows(report)))
+        for run in report["kind"].get("suite", []):
+            print(f"CI kind subset on {run['provider']}: {run['wall_s']:.1f} s wall ({run['pytest']})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--k8s-version", help=KNOBS["k8s_version"].help_text())
+    parser.add_argument("--provider", choices=("local", "kind"), default="local", help="kind: add kind figures")
     parser.add_argument("--repeats", type=int, default=2, help="bring-up rounds (the first with a cold image cache)")
-    parser.add_argument("--samples", type=int, default=3, help="samples of each wait")
+    parser.add_argument("--samples", type=int, help="samples of each wait (default 3; 0 with --provider kind)")
     parser.add_argument("--skip-suite", action="store_true", help="leave out the suite wall times (a quick run)")
-    parser.add_argument("--workers", default="1,2,3", help="worker counts to time the suite at")
+    parser.add_argument("--workers", help="worker counts to time the suite at (default 1,2,3; none with kind)")
     parser.add_argument("--marks", default=CI_SUBSET, help="the suite's -m expression ('' for every test)")
+    parser.add_argument("--kind-repeats", type=int, default=1, help="kind clusters created (one after another)")
+    parser.add_argument("--kind-workers", type=int, default=2, help="workers for CI's kind subset on both providers")
+    parser.add_argument(
+        "--kind-cold-image", action="store_true", help="also build our node image into an empty image cache"
+    )
     args = parser.parse_args()
+    on_kind = args.provider == "kind"
+    samples = args.samples if args.samples is not None else (0 if on_kind else 3)
+    workers = args.workers if args.workers is not None else ("" if on_kind else "1,2,3")
     version = resolve({"k8s_version": args.k8s_version, "provider": "local"}).k8s_version.value
     report: dict = {
         "k8s_version": str(version),
         "host": f"{os.cpu_count()} cores, {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') // 2**30} GiB",
+        "load_average_at_start": os.getloadavg(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if args.repeats:
         report["bring_up"] = bring_up(version, args.repeats)
-    if args.samples:
-        report["waits"] = wait_overheads(version, args.samples)
-    if not args.skip_suite:
-        report["suite"] = [suite_time(version, int(n), args.marks) for n in args.workers.split(",")]
+    if samples:
+        report["waits"] = wait_overheads(version, samples)
+    if not args.skip_suite and workers:
+        report["suite"] = [suite_time(version, int(n), args.marks) for n in workers.split(",")]
+    if on_kind:
+        single: dict[str, list[float]] = {}
+        report["kind"] = {"engine": kind_round(version, single, args.kind_repeats), "single": single}
+        report["kind"]["node_image"] = node_image_builds(version, args.kind_cold_image)
+        if not args.skip_suite:
+            subset = ci_kind_subset()
+            report["kind"]["suite"] = [
+                suite_time(version, args.kind_workers, "", provider=provider, keyword=subset)
+                for provider in ("local", "kind")
+            ]
+    report["load_average_at_end"] = os.getloadavg()
     print_report(report)
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / f"bench-{time.strftime('%Y%m%dT%H%M%S')}"

@@ -35,6 +35,10 @@ def setup_kind(version: KubeVersion, *, install_packages: bool = True, image: st
         print(f"image {built.name}: {built.tarball}")
     answers = docker.answers() is None
     node_image = image or default_node_image(version)
+    # Our build may be needed (no published image in an engine): its Debian packages first.
+    build_possible = image is None and not (answers and docker.image_present(node_image))
+    if install_packages and build_possible and (installed_for_image := host.install_node_image_packages()):
+        print(f"Debian packages for the node image: installed {', '.join(installed_for_image)}")
     if answers:
         # The default, published image when the engine has it; else our build, loaded into it.
         used = engine.ensure_node_image(docker, version, node_image, ours=image is None)
