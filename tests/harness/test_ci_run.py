@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CI_RUN = ROOT / ".ci" / "run"
 
-# The 13 tests CI runs on kind (README, "CI"): all of suites/smoke plus one device-plugin, two DRA and one taint path.
+# The 14 tests CI runs on kind (README, "CI"): all of suites/smoke plus one device-plugin, two DRA and one taint path.
 EXPECTED = {
     "suites/device_plugin/test_kubelet_restart.py::test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters",
     "suites/device_plugin/test_registration.py::test_registered_plugin_devices_become_capacity_and_allocatable",
@@ -28,6 +28,7 @@ EXPECTED = {
     "suites/smoke/test_kubelet_lifecycle.py::test_kubelet_comes_back_after_sigkill",
     "suites/smoke/test_kubelet_lifecycle.py::test_frozen_kubelet_resumes_after_sigcont",
     "suites/smoke/test_kubelet_lifecycle.py::test_reboot_simulation_recreates_the_pod_sandbox",
+    "suites/smoke/test_kubelet_lifecycle.py::test_real_reboot_restarts_the_node_and_the_pod_runs_again",
     "suites/smoke/test_runtime_cdi.py::test_runtime_reports_cdi_enabled_on_the_spec_dir",
     "suites/smoke/test_runtime_cdi.py::test_cdi_device_edits_reach_the_container",
     "suites/taints/test_device_taints.py::test_noexecute_taint_in_resourceslice_evicts_the_pod",
