@@ -34,10 +34,12 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
 BEHAVIOURS: tuple[Behaviour, ...] = (
     deviceplugin.V1_CHECKPOINT_ON_RESTART,
     deviceplugin.CORRUPT_CHECKPOINT_ON_RESTART,
+    deviceplugin.REGISTER_ON_A_CONNECTED_SOCKET,
 )
 
 # `device-conformance reproduce` runs on this project's machines (local provider): the bug's tests xfailed in
-# their known-bug block on the affected release and passed on the fixed one. issue -> (affected, fixed, date).
+# their known-bug block on the affected release and passed on the fixed one (for a regression with no fix, on
+# the newest release before it). issue -> (affected, fixed or before, date).
 REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#127803": ("1.36.4", "1.37.1", "2026-11-23"),
     "kubernetes#134434": ("1.34.10", "1.35.8", "2026-11-23"),
@@ -126,13 +128,16 @@ def render() -> str:
         "## Reproduced here",
         "",
         "`device-conformance reproduce ISSUE` on the local provider: the bug's check failed in its known-bug",
-        "block on the affected release, and the same test passed on the fixed one.",
+        "block on the affected release, and the same test passed on the fixed one (for a regression with no",
+        "fix released, on the newest matrix release before it: the comparison says so).",
         "",
         "| Issue | Affected release run | Fixed release run | Date |",
         "| --- | --- | --- | --- |",
     ]
     for bug in KNOWN_BUGS:
         affected, fixed, date = REPRODUCED.get(bug.issue, ("not yet run", "not yet run", ""))
+        if date and KubeVersion.parse(fixed) < bug.first_affected:
+            fixed += " (the newest release before the regression)"
         lines.append(f"| {bug.issue} | {affected} | {fixed} | {date} |")
     lines += ["", "## Behaviour", ""]
     for behaviour in BEHAVIOURS:
