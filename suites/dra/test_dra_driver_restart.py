@@ -6,7 +6,7 @@ import time
 import pytest
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.expectations.dra import FIRST_DRA_CONNECTION_MONITORING_MINOR, FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
@@ -63,6 +63,10 @@ def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, no
     )
 
 
+@pytest.mark.since(
+    f"1.{FIRST_DRA_CONNECTION_MONITORING_MINOR}",
+    "the kubelet wipes the slices of a disconnected driver (kubernetes#132058)",
+)
 @pytest.mark.scenario("DRA-S3")
 def test_resourceslices_go_when_the_driver_stays_away(kube, node, dra_driver, resource_api):
     driver = dra_driver(devices=("dev-0",))

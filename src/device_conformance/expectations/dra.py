@@ -76,6 +76,15 @@ FIRST_SEAMLESS_DRIVER_UPDATE_MINOR = 33
 FIRST_CLAIMS_IN_USE_METRIC_MINOR = 34
 
 
+# The kubelet watches each DRA driver's gRPC connection, logs "Connection changed ... connected=<bool>" (-v=2) and
+# wipes the driver's ResourceSlices once it has been disconnected (killed, crashed, service never up) for the
+# wiping delay: PR #132058 ("clean up ResourceSlices in some additional failure scenarios (driver was removed
+# forcibly or crashed and did not restart)"), CHANGELOG-1.34 v1.34.0, not in CHANGELOG-1.33 (to v1.33.13). Module
+# source v1.34.10 pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go; v1.33.13 wipes only when the registration
+# socket goes (plugin/registration.go DeRegisterPlugin) and logs no connection changes.
+FIRST_DRA_CONNECTION_MONITORING_MINOR = 34
+
+
 # Partitionable devices (KEP-4815): ResourceSlice sharedCounters and Device consumesCounters, gate
 # DRAPartitionableDevices, alpha and off from 1.33, beta and on by default from 1.36 (module source v1.37.1
 # pkg/features/kube_features.go). From 1.35 a slice holds either devices or sharedCounters, never both
