@@ -61,6 +61,11 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#135901": ("1.34.3", "1.34.10", "2026-11-23"),
     # Whole clusters (a scheduler bug): 1.37.0 built for it.
     "kubernetes#141620": ("1.37.0", "1.37.1", "2026-11-23"),
+    # A regression with no fix: 1.37.1 whole, compared with the 1.36.4 kubelet under the 1.37.1 control plane (the
+    # newest matrix release before 1.37.0; the test passed there).
+    "kubernetes#135437": ("1.37.1", "1.36.4", "2026-11-23"),
+    # Whole clusters (the eviction controller's bug); the fixed run on 1.37.1, whose binaries were cached.
+    "kubernetes#134152": ("1.34.10", "1.37.1", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
