@@ -38,10 +38,11 @@ CGROUP_V1 = {"failCgroupV1": False}
 # release: (feature gates, --runtime-config, kubelet config, claims' API version or None, DeviceTaintRule API
 # version, device taints, effect None, then the features the suites' `since` markers name, as T/F: seamless DRA
 # driver update (1.33), the dra_resource_claims_in_use metric (1.34), partitionable devices on by default (1.36),
-# device health in the pod status on by default (1.36), the kubelet's DRA connection monitoring (1.34)).
+# device health in the pod status on by default (1.36), the kubelet's DRA connection monitoring (1.34),
+# DRA claims in podresources List (1.34)).
 SETTINGS = {
-    "1.31.4": ({}, [], {}, None, "resource.k8s.io/v1alpha3", False, False, "FFFFF"),
-    "1.32.5": (DRA, [BETA1], {}, "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3", False, False, "FFFFF"),
+    "1.31.4": ({}, [], {}, None, "resource.k8s.io/v1alpha3", False, False, "FFFFFF"),
+    "1.32.5": (DRA, [BETA1], {}, "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3", False, False, "FFFFFF"),
     "1.33.13": (
         DRA | TAINTS,
         [BETA1, ALPHA3],
@@ -50,9 +51,9 @@ SETTINGS = {
         "resource.k8s.io/v1alpha3",
         True,
         False,
-        "TFFFF",
+        "TFFFFF",
     ),
-    "1.34.10": (TAINTS, [ALPHA3], {}, "resource.k8s.io/v1", "resource.k8s.io/v1alpha3", True, False, "TTFFT"),
+    "1.34.10": (TAINTS, [ALPHA3], {}, "resource.k8s.io/v1", "resource.k8s.io/v1alpha3", True, False, "TTFFTT"),
     "1.35.8": (
         TAINTS | RULES,
         [ALPHA3],
@@ -61,10 +62,10 @@ SETTINGS = {
         "resource.k8s.io/v1alpha3",
         True,
         True,
-        "TTFFT",
+        "TTFFTT",
     ),
-    "1.36.4": (RULES, [BETA2], CGROUP_V1, "resource.k8s.io/v1", "resource.k8s.io/v1beta2", True, True, "TTTTT"),
-    "1.37.1": ({}, [], CGROUP_V1, "resource.k8s.io/v1", "resource.k8s.io/v1", True, True, "TTTTT"),
+    "1.36.4": (RULES, [BETA2], CGROUP_V1, "resource.k8s.io/v1", "resource.k8s.io/v1beta2", True, True, "TTTTTT"),
+    "1.37.1": ({}, [], CGROUP_V1, "resource.k8s.io/v1", "resource.k8s.io/v1", True, True, "TTTTTT"),
 }
 
 
@@ -99,5 +100,6 @@ def test_settings_and_dra_facts_on_every_matrix_release(release):
         V(dra.PARTITIONABLE_DEVICES_SINCE + ".0").minor,
         dra.FIRST_RESOURCE_HEALTH_STATUS_MINOR,
         dra.FIRST_DRA_CONNECTION_MONITORING_MINOR,
+        dra.FIRST_PODRESOURCES_DRA_MINOR,
     )
     assert "".join("T" if version.at_least(minor) else "F" for minor in minors) == features

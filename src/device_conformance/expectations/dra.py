@@ -84,6 +84,11 @@ FIRST_CLAIMS_IN_USE_METRIC_MINOR = 34
 # socket goes (plugin/registration.go DeRegisterPlugin) and logs no connection changes.
 FIRST_DRA_CONNECTION_MONITORING_MINOR = 34
 
+# podresources List reports a container's DRA claims (dynamic_resources) only with KubeletPodResourcesDynamicResources,
+# alpha and off from 1.27, beta and on from 1.34 (PR #132940, CHANGELOG-1.34; module source v1.33.13 and v1.34.10
+# pkg/features/kube_features.go). expectations/cluster.py does not turn the alpha gate on.
+FIRST_PODRESOURCES_DRA_MINOR = 34
+
 
 # Partitionable devices (KEP-4815): ResourceSlice sharedCounters and Device consumesCounters, gate
 # DRAPartitionableDevices, alpha and off from 1.33, beta and on by default from 1.36 (module source v1.37.1
