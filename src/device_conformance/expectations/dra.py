@@ -67,6 +67,10 @@ def has_none_taint_effect(version: KubeVersion) -> bool:
 # ResourceSlices only after its last plugin has been gone for the wiping delay. Upstream runs its "rolling
 # update", "failed update" and "sequential update" e2e tests with KubeletMinVersion 1.33 (test/e2e/dra/dra.go:
 # "Seamless upgrade support was added in Kubernetes 1.33").
+# The 1.32 kubelet wipes a driver's slices at once when it deregisters (module source v1.32.5
+# pkg/kubelet/cm/dra/plugin/registration.go DeRegisterPlugin: `go h.wipeResourceSlices(pluginName)`), and a restarted
+# driver's new slices can be deleted by that wipe; the wiping delay and its cancellation on RegisterPlugin came with
+# the same change (v1.33.13 registration.go pendingWipes).
 FIRST_SEAMLESS_DRIVER_UPDATE_MINOR = 33
 
 
