@@ -16,7 +16,12 @@ import pytest
 from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 
 from device_conformance import timeouts
-from device_conformance.expectations.deviceplugin import REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT
+from device_conformance.expectations.behaviour import outcome
+from device_conformance.expectations.deviceplugin import (
+    REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT,
+    REGISTER_ON_A_CONNECTED_SOCKET,
+    REGISTRATION_REFUSED_ALREADY_CONNECTED,
+)
 from device_conformance.fakes.device_plugin import DevicePluginHandle
 from device_conformance.handles import NodeResource
 from device_conformance.wait.core import Watch, watch
@@ -148,18 +153,21 @@ def test_second_registration_on_the_same_socket_is_refused_and_a_survivor_serves
     allocations(first, 1)  # nothing more for the stopped first instance
 
 
-@pytest.mark.since("1.37", "per-socket device plugin endpoints (ManagerImpl.endpointStore, kubernetes#135437)")
+@pytest.mark.since("1.31", "Register on a connected socket, read from module source v1.31.0 on")
 @pytest.mark.scenario("DM-U8")
 @pytest.mark.known_bug(REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT)
 def test_late_disconnect_of_a_reused_socket_frees_the_socket(
-    node_resource, device_plugin, register_plugin, shows_known_bug
+    node_resource, device_plugin, register_plugin, shows_known_bug, kube_version
 ):
-    """A new instance taking over the socket path of a frozen one is refused ("device plugin already
-    connected": the old connection is still there). When the old process dies at last, its disconnect is
-    the resource's last one: every device goes unhealthy (capacity kept, allocatable 0), and the new
-    instance serving that socket can register and bring the devices back. On 1.37.1 the refused Register
-    dropped the live connection's client, so the late disconnect is never processed: the devices stay
-    allocatable with no plugin behind them and the socket stays "already connected"."""
+    """A new instance taking over the socket path of a frozen one is refused from 1.37 ("device plugin
+    already connected": the old connection is still there). When the old process dies at last, its
+    disconnect is the resource's last one: every device goes unhealthy (capacity kept, allocatable 0), and
+    the new instance serving that socket can register and bring the devices back. On 1.37.1 the refused
+    Register dropped the live connection's client, so the late disconnect is never processed: the devices
+    stay allocatable with no plugin behind them and the socket stays "already connected". Before 1.37 the
+    takeover is accepted (REGISTER_ON_A_CONNECTED_SOCKET) and, once the old process is dead, the socket
+    takes a Register again and serves: what kubernetes#135437's regression broke."""
+    refused = outcome(REGISTER_ON_A_CONNECTED_SOCKET, kube_version) == REGISTRATION_REFUSED_ALREADY_CONNECTED
     old = register_plugin()
     resource = old.config.resource_name
     counts = node_resource(resource)
@@ -167,16 +175,22 @@ def test_late_disconnect_of_a_reused_socket_frees_the_socket(
     os.kill(old.pid, signal.SIGSTOP)  # alive to the kubelet (its stream stays open), silent to everyone
     try:
         reg = new.register(socket_name=old.config.socket_name)
-        assert not reg.ok and reg.error.startswith(ALREADY_CONNECTED), (
-            f"taking over the socket of a live connection must be refused; the kubelet answered {reg}"
-        )
-        assert reg.error.endswith("/" + old.config.socket_name), reg.error
+        if refused:
+            assert not reg.ok and reg.error.startswith(ALREADY_CONNECTED), (
+                f"taking over the socket of a live connection must be refused; the kubelet answered {reg}"
+            )
+            assert reg.error.endswith("/" + old.config.socket_name), reg.error
+        else:
+            assert reg.ok, f"before 1.37 a Register on a connected socket replaces the connection; got {reg}"
+            new.wait_for_status("the kubelet's ListAndWatch stream", lambda status: status["open_streams"] == 1)
     finally:
         old.kill()
     methods = [c.method for c in new.calls()]
-    assert methods == ["GetDevicePluginOptions"], f"the refused new instance got calls {methods}"
+    expected = ["GetDevicePluginOptions"] if refused else REGISTRATION_CALLS
+    assert methods == expected, f"the {'refused' if refused else 'accepted'} new instance got calls {methods}"
     with shows_known_bug(REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT):
-        counts.wait_counts(2, 0, timeouts.DEVICE_COUNTS_AFTER_PLUGIN_KILL)
+        if refused:
+            counts.wait_counts(2, 0, timeouts.DEVICE_COUNTS_AFTER_PLUGIN_KILL)
         again = new.register()
         assert again.ok, f"the new instance's registration after the old one died was refused: {again.error}"
         counts.wait_counts(2, 2)

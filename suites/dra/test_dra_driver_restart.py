@@ -6,7 +6,11 @@ import time
 import pytest
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.expectations.dra import (
+    FIRST_DRA_CONNECTION_MONITORING_MINOR,
+    FIRST_DRA_MINOR,
+    FIRST_SEAMLESS_DRIVER_UPDATE_MINOR,
+)
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
@@ -27,6 +31,10 @@ def slice_identity(kube, resource_api, node, driver):
     return [(i["metadata"]["uid"], i["metadata"]["resourceVersion"]) for i in items]
 
 
+@pytest.mark.since(
+    f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}",
+    "slices wiped only after the wiping delay, a pending wipe cancelled by a new registration (kubernetes#129832)",
+)
 @pytest.mark.scenario("DRA2")
 def test_killed_driver_registers_again_when_restarted(node, dra_driver, dra_objects):
     """The kubelet registers the new process and serves the next pod through it (not through a connection
@@ -43,6 +51,10 @@ def test_killed_driver_registers_again_when_restarted(node, dra_driver, dra_obje
     assert prepares == [([pod.claim_uid()], "ok", driver.pid)], "one NodePrepareResources, to the new process"
 
 
+@pytest.mark.since(
+    f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}",
+    "slices wiped only after the wiping delay, a pending wipe cancelled by a new registration (kubernetes#129832)",
+)
 @pytest.mark.scenario("DRA-S5")
 def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, node, dra_driver, resource_api):
     driver = dra_driver(devices=("dev-0", "dev-1"))
@@ -63,6 +75,10 @@ def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, no
     )
 
 
+@pytest.mark.since(
+    f"1.{FIRST_DRA_CONNECTION_MONITORING_MINOR}",
+    "the kubelet wipes the slices of a disconnected driver (kubernetes#132058)",
+)
 @pytest.mark.scenario("DRA-S3")
 def test_resourceslices_go_when_the_driver_stays_away(kube, node, dra_driver, resource_api):
     driver = dra_driver(devices=("dev-0",))

@@ -6,7 +6,7 @@ import pytest
 from device_conformance.fixtures.dra_pods import claim_with_requests, claims_pod
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.expectations.dra import FIRST_DRA_CONNECTION_MONITORING_MINOR, FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.wait import dra as wait_dra
 
@@ -29,14 +29,15 @@ def test_registration_recovers_after_getinfo_failures(dra_driver):
 
 
 @pytest.mark.scenario("DRA13")
-def test_service_socket_up_after_registration(node, dra_driver, dra_objects):
+def test_service_socket_up_after_registration(node, dra_driver, dra_objects, kube_version):
     """Upstream DRA13: registration succeeds without the service socket; the kubelet's gRPC channel keeps
-    dialing (with backoff) and connects once the socket is there, then pods are served."""
+    dialing (with backoff) and connects once the socket is there (logged from 1.34), then pods are served."""
     mark = node.kubelet.log_mark()
     driver = dra_driver(devices=("dev-0",), serve_dra_on_start=False)
     driver.wait_for_registration(timeout=timeouts.DRA_REGISTRATION)
     driver.start_dra_service()
-    wait_dra.for_kubelet_connection(node, mark, driver.config.driver_name)
+    if kube_version.at_least(FIRST_DRA_CONNECTION_MONITORING_MINOR):
+        wait_dra.for_kubelet_connection(node, mark, driver.config.driver_name)
     pod = dra_objects.claim_pod("late", driver)
     pod.wait_running()
     assert claim_record(driver.calls("NodePrepareResources")) == [([pod.claim_uid()], "ok")], "prepared once"
@@ -44,7 +45,7 @@ def test_service_socket_up_after_registration(node, dra_driver, dra_objects):
 
 @pytest.mark.slow  # the pod is retried at the kubelet's resync interval (60-90 s)
 @pytest.mark.scenario("DRA14")
-def test_prepare_waits_for_a_stopped_dra_service(node, dra_driver, dra_objects):
+def test_prepare_waits_for_a_stopped_dra_service(node, dra_driver, dra_objects, kube_version):
     """The registrar stays, the DRA service goes: NodePrepareResources cannot reach the driver, the pod
     waits and runs once the service is back."""
     driver = dra_driver(devices=("dev-0",))
@@ -58,7 +59,8 @@ def test_prepare_waits_for_a_stopped_dra_service(node, dra_driver, dra_objects):
     assert driver.calls("NodePrepareResources") == [], "the service is stopped: no call can have reached it"
     mark = node.kubelet.log_mark()
     driver.start_dra_service()
-    wait_dra.for_kubelet_connection(node, mark, driver.config.driver_name)
+    if kube_version.at_least(FIRST_DRA_CONNECTION_MONITORING_MINOR):
+        wait_dra.for_kubelet_connection(node, mark, driver.config.driver_name)
     pod.wait_running(timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
     # The calls that could not reach the stopped service are not in the driver's log: one call, the one that worked.
     assert claim_record(driver.calls("NodePrepareResources")) == [([pod.claim_uid()], "ok")], "prepared once"

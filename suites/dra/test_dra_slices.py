@@ -17,7 +17,11 @@ from device_conformance.fixtures.dra_drivers import unique_driver
 from kubernetes import client
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
+from device_conformance.expectations.dra import (
+    FIRST_DRA_CONNECTION_MONITORING_MINOR,
+    FIRST_DRA_MINOR,
+    FIRST_SEAMLESS_DRIVER_UPDATE_MINOR,
+)
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
@@ -69,6 +73,10 @@ def assert_wiped_after_the_delay(kube, node, driver, since):
     )
 
 
+@pytest.mark.since(
+    f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}",
+    "slices wiped only after the wiping delay, a pending wipe cancelled by a new registration (kubernetes#129832)",
+)
 @pytest.mark.scenario("DRA-S2")
 def test_slices_are_wiped_after_the_driver_unregisters(kube, node, gone_drivers):
     driver = gone_drivers.unregistered
@@ -76,6 +84,10 @@ def test_slices_are_wiped_after_the_driver_unregisters(kube, node, gone_drivers)
     assert_wiped_after_the_delay(kube, node, driver, gone_drivers.unregistered_since)
 
 
+@pytest.mark.since(
+    f"1.{FIRST_DRA_CONNECTION_MONITORING_MINOR}",
+    "the kubelet wipes the slices of a disconnected driver (kubernetes#132058)",
+)
 @pytest.mark.scenario("DRA-S4")
 def test_slices_are_wiped_when_the_registered_driver_is_unresponsive(kube, node, gone_drivers):
     driver = gone_drivers.unresponsive

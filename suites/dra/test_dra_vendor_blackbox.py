@@ -18,7 +18,7 @@ import yaml
 
 from device_conformance import timeouts
 from device_conformance.certify import cdi
-from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR
+from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, FIRST_PODRESOURCES_DRA_MINOR
 from device_conformance.kube import dra, pods
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until, watch
@@ -98,6 +98,10 @@ def running_claim_pod(dra_objects, driver, prefix="blackbox"):
     return pod, running
 
 
+@pytest.mark.since(
+    f"1.{FIRST_PODRESOURCES_DRA_MINOR}",
+    "podresources lists DRA claims, where the CDI devices are read (KubeletPodResourcesDynamicResources, #132940)",
+)
 @pytest.mark.scenario("DRA-E1", "DRA-E12")
 def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
     node, kubelet_counts, dra_objects, subject_driver, request

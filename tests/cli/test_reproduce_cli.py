@@ -86,3 +86,32 @@ def test_recorded_reproductions_agree_with_the_bug_data():
 def test_the_affected_run_swaps_only_a_kubelet_bugs_kubelet(issue, bad, good, whole, expected):
     control_plane, kubelet = reproduce.affected_run(reproduce.find_bug(issue), V(bad), V(good), whole)
     assert (str(control_plane), kubelet and str(kubelet)) == expected
+
+
+def test_a_regression_with_no_fix_is_compared_with_the_newest_release_before_it():
+    bug = reproduce.find_bug("kubernetes#135437")  # first affected 1.37.0, no fix released
+    bad, good = reproduce.pick_releases(bug, None, None)
+    assert (str(bad), str(good)) == ("1.37.1", "1.36.4")
+    assert reproduce.before_the_bug(bug, good)
+    # A kubelet bug: the older release runs as the kubelet under the affected release's control plane.
+    assert reproduce.affected_run(bug, bad, good, False) == (V("1.37.1"), None)
+    assert reproduce.comparison_run(bug, bad, good, False) == (V("1.37.1"), V("1.36.4"))
+    assert reproduce.comparison_run(bug, bad, good, True) == (V("1.36.4"), None)
+    # An unfixed bug older than every matrix release has nothing to compare with.
+    old = reproduce.find_bug("kubernetes#126943")  # since 1.15.0, no fix
+    with pytest.raises(BadInput, match="no matrix release predates it"):
+        reproduce.pick_releases(old, None, None)
+
+
+def test_a_fixed_bug_is_still_compared_with_its_fixed_release():
+    bug = reproduce.find_bug("kubernetes#127803")
+    bad, good = reproduce.pick_releases(bug, None, None)
+    assert not reproduce.before_the_bug(bug, good)
+    assert reproduce.comparison_run(bug, bad, good, False) == (V("1.37.1"), None)
+
+
+def test_verdicts_on_the_release_before_a_regression():
+    passed = reproduce.RunOutcome(0, 1, 0, 0)
+    assert reproduce.verdict(passed, affected=False, before=True) == "not present before the regression"
+    assert reproduce.verdict(reproduce.RunOutcome(0, 0, 0, 1), affected=False, before=True) == "not run"
+    assert reproduce.verdict(reproduce.RunOutcome(0, 0, 1, 0), affected=False, before=True).startswith("failed")

@@ -86,3 +86,28 @@ def test_deny_policy_names_the_user_and_subresource():
 def test_cdi_detection_from_cri_status_info(info, enabled, says):
     got, why = cri.cdi_support(info, "containerd x")
     assert got is enabled and says in why
+
+
+def test_claims_for_v1beta1_carry_the_exact_request_inline():
+    """1.32-1.33 serve claims as v1beta1, whose DeviceRequest has no `exactly` (k8s.io/api v0.33.13)."""
+    from device_conformance.kube import dra as kube_dra
+
+    toleration = {"key": "k", "operator": "Exists", "effect": "NoExecute"}
+    request = kube_dra.device_request("cls", count=2, selectors=["true"], tolerations=[toleration])
+    spec = kube_dra.claim_spec([request])
+    claim = kube_dra.in_api_version(kube_dra.claim_manifest("c", spec, "resource.k8s.io/v1beta1"))
+    inline = {
+        "name": "dev",
+        "deviceClassName": "cls",
+        "count": 2,
+        "selectors": [{"cel": {"expression": "true"}}],
+        "tolerations": [toleration],
+    }
+    assert claim["spec"]["devices"]["requests"] == [inline]
+    template = kube_dra.in_api_version(kube_dra.claim_template_manifest("t", spec, "resource.k8s.io/v1beta1"))
+    assert template["spec"]["spec"]["devices"]["requests"] == [inline]
+    # v1beta2 and v1 keep `exactly`; the caller's body is not changed.
+    for version in ("resource.k8s.io/v1beta2", "resource.k8s.io/v1"):
+        body = kube_dra.claim_manifest("c", spec, version)
+        assert kube_dra.in_api_version(body) == body
+    assert spec["devices"]["requests"][0]["exactly"]["count"] == 2

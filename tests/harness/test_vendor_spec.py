@@ -126,6 +126,8 @@ METRICS = "\n".join(
         _dra("d.example.com", "Unavailable", PREP, 1),
         _dra("d.example.com", "OK", UNPREP, 2),
         _dra("e.example.com", "OK", UNPREP, 7),
+        # A 1.32-1.33 kubelet (or a v1beta1-only driver) calls the v1beta1 service: the same RPCs.
+        _dra("d.example.com", "OK", PREP.replace(".v1.", ".v1beta1."), 10),
     ]
 )
 
@@ -137,9 +139,9 @@ def test_kubelet_metrics_counts(monkeypatch):
     assert kubelet_metrics.total(samples, kubelet_metrics.DP_ALLOCATE, resource_name="none.com/x") == 0
     monkeypatch.setattr(kubelet_metrics, "read", lambda kube, node: samples)
     counts = kubelet_metrics.KubeletCounts(None, "n")  # type: ignore[arg-type]
-    assert counts.dra_counts("d.example.com") == (4, 2)
-    assert counts.dra_counts("d.example.com", ok=None) == (5, 2)
-    assert counts.dra_calls("d.example.com", kubelet_metrics.DRA_PREPARE, ok=True) == 4
+    assert counts.dra_counts("d.example.com") == (14, 2)
+    assert counts.dra_counts("d.example.com", ok=None) == (15, 2)
+    assert counts.dra_calls("d.example.com", kubelet_metrics.DRA_PREPARE, ok=True) == 14
     assert counts.dra_calls("d.example.com", kubelet_metrics.DRA_PREPARE, ok=False) == 1
 
 

@@ -9,6 +9,11 @@ means that exact check failed (a strict xfail naming the bug) while the rest of 
 A bug in the kubelet is reproduced with the affected release's kubelet under the fixed release's control
 plane (KUBELET_VERSION, within the version-skew policy): only that kubelet is built, and the two runs differ
 in nothing but the kubelet. --whole-cluster, or a bug in another component, runs each release whole.
+
+A regression with no fix released has no fixed release to compare with: the comparison is then the newest
+matrix release before the first affected one (the last release without the bug), and its verdict is "not
+present before the regression" when the same test passes there. For a kubelet bug that older release runs
+as the kubelet under the affected release's control plane.
 """
 
 from __future__ import annotations
@@ -38,7 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("issue", help="the bug, as `device-conformance bugs` names it (kubernetes#134434)")
     p.add_argument("--affected", metavar="X.Y.Z", help="an affected release (default: from the matrix)")
-    p.add_argument("--fixed", metavar="X.Y.Z", help="a fixed release (default: from the matrix)")
+    p.add_argument(
+        "--fixed",
+        metavar="X.Y.Z",
+        help="a fixed release, or one before the bug (default: from the matrix; for a bug with no fix released, "
+        "the newest matrix release before its first affected one)",
+    )
     p.add_argument("--out", type=Path, default=Path("reproduce-results"), help="results folder")
     p.add_argument("--no-setup", action="store_true", help="do not build missing binaries first")
     p.add_argument(
@@ -56,6 +66,22 @@ def affected_run(
     if whole_cluster or bug.component != KUBELET or not kubelet_skew_allows(good, bad):
         return bad, None
     return good, bad
+
+
+def comparison_run(
+    bug: KnownBug, bad: KubeVersion, good: KubeVersion, whole_cluster: bool
+) -> tuple[KubeVersion, KubeVersion | None]:
+    """(control plane, kubelet or None for the same) of the run on the comparison release: a fixed release
+    runs whole; a release before the regression runs, for a kubelet bug, as the kubelet under the affected
+    release's control plane (so the two runs differ in the kubelet only, as in affected_run)."""
+    if good < bad and not whole_cluster and bug.component == KUBELET and kubelet_skew_allows(bad, good):
+        return bad, good
+    return good, None
+
+
+def before_the_bug(bug: KnownBug, good: KubeVersion) -> bool:
+    """Whether the comparison release predates the bug (a regression's last good release) rather than fixes it."""
+    return good < bug.first_affected
 
 
 def find_bug(issue: str) -> KnownBug:
@@ -78,7 +104,8 @@ def bug_tests(bug: KnownBug) -> list[str]:
 
 def pick_releases(bug: KnownBug, affected: str | None, fixed: str | None) -> tuple[KubeVersion, KubeVersion]:
     """The affected and the fixed release: given ones are checked against the data; defaults come from
-    the matrix, the newest affected one and the oldest fixed one after it."""
+    the matrix, the newest affected one and the oldest fixed one after it; for a bug with no fix released,
+    the newest one before its first affected release."""
     if affected:
         bad = KubeVersion.parse(affected)
     else:
@@ -88,6 +115,14 @@ def pick_releases(bug: KnownBug, affected: str | None, fixed: str | None) -> tup
         bad = max(candidates)
     if fixed:
         good = KubeVersion.parse(fixed)
+    elif not bug.fixes:
+        candidates = [v for v in MATRIX_VERSIONS if v < bug.first_affected]
+        if not candidates:
+            raise BadInput(
+                f"{bug.issue} has no fix released and no matrix release predates it ({bug.first_affected})",
+                "give --fixed X.Y.Z, a release before the bug",
+            )
+        good = max(candidates)
     else:
         candidates = [v for v in MATRIX_VERSIONS if v > bad and not bug.affects(v)]
         if not candidates:
@@ -123,34 +158,51 @@ def read_outcome(junit: Path, bug: KnownBug) -> RunOutcome:
     return RunOutcome(xfailed, passed, failed, other)
 
 
-def verdict(outcome: RunOutcome, *, affected: bool) -> str:
+FIXED = "fixed as expected"
+NOT_BEFORE = "not present before the regression"
+
+
+def verdict(outcome: RunOutcome, *, affected: bool, before: bool = False) -> str:
+    """The verdict of one run: on the affected release, whether the bug's own check failed (and nothing
+    else); on the comparison, whether the test passed there, a fixed release or (`before`) one older than the bug."""
     if outcome.failed:
         return "failed (another check failed: see the log)"
     if affected:
         return "reproduced" if outcome.xfailed_by_bug and not outcome.other else "not reproduced"
-    return "fixed as expected" if outcome.passed and not (outcome.xfailed_by_bug or outcome.other) else "not run"
+    if outcome.passed and not (outcome.xfailed_by_bug or outcome.other):
+        return NOT_BEFORE if before else FIXED
+    return "not run"
 
 
 def _run(args: argparse.Namespace) -> int:
     bug = find_bug(args.issue)
     tests = bug_tests(bug)
     bad, good = pick_releases(bug, args.affected, args.fixed)
+    before = before_the_bug(bug, good)
     rows = []
     for version, affected in ((bad, True), (good, False)):
-        control_plane, kubelet = affected_run(bug, bad, good, args.whole_cluster) if affected else (good, None)
+        runs = affected_run if affected else comparison_run
+        control_plane, kubelet = runs(bug, bad, good, args.whole_cluster)
         folder = args.out / bug.issue.replace("#", "-") / str(version)
         folder.mkdir(parents=True, exist_ok=True)
         shown = f"kubelet {version} under control plane {control_plane}" if kubelet else f"{version}"
-        print(f"[reproduce] {bug.issue} on {shown} ({'affected' if affected else 'fixed'}): {folder}", flush=True)
+        role = "affected" if affected else ("before the regression" if before else "fixed")
+        print(f"[reproduce] {bug.issue} on {shown} ({role}): {folder}", flush=True)
         if not args.no_setup and release_run.setup(control_plane, folder, kubelet) != 0:
             rows.append((version, f"setup failed: see {folder / 'setup.log'}", folder))
             continue
         _, junit = release_run.pytest(control_plane, folder, *tests, "-rA", kubelet=kubelet)
-        text = verdict(read_outcome(junit, bug), affected=affected) if junit.exists() else "no result: see the log"
+        outcome = read_outcome(junit, bug) if junit.exists() else None
+        text = verdict(outcome, affected=affected, before=before) if outcome else "no result: see the log"
         rows.append((version, text, folder))
-    print(f"\n{bug.issue}: {bug.title}\n  {bug.describe_fix(good)}\n  tests: {', '.join(tests)}")
+    compared = (
+        f"compared with {good}, before the regression (first affected {bug.first_affected})"
+        if before
+        else bug.describe_fix(good)
+    )
+    print(f"\n{bug.issue}: {bug.title}\n  {compared}\n  tests: {', '.join(tests)}")
     print("| release | verdict | report folder |\n| --- | --- | --- |")
     for version, text, folder in rows:
         print(f"| {version} | {text} | {folder} |")
-    expected = ("reproduced", "fixed as expected")
+    expected = ("reproduced", NOT_BEFORE if before else FIXED)
     return 0 if tuple(text for _, text, _ in rows) == expected else 1

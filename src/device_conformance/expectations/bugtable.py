@@ -42,10 +42,12 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
 BEHAVIOURS: tuple[Behaviour, ...] = (
     deviceplugin.V1_CHECKPOINT_ON_RESTART,
     deviceplugin.CORRUPT_CHECKPOINT_ON_RESTART,
+    deviceplugin.REGISTER_ON_A_CONNECTED_SOCKET,
 )
 
 # `device-conformance reproduce` runs on this project's machines (local provider): the bug's tests xfailed in
-# their known-bug block on the affected release and passed on the fixed one. issue -> (affected, fixed, date).
+# their known-bug block on the affected release and passed on the fixed one (for a regression with no fix, on
+# the newest release before it). issue -> (affected, fixed or before, date).
 REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#127803": ("1.36.4", "1.37.1", "2026-11-23"),
     "kubernetes#134434": ("1.34.10", "1.35.8", "2026-11-23"),
@@ -82,6 +84,11 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#134789": ("1.34.1", "1.34.10", "2026-11-23"),
     # The 1.33.13 kubelet under the 1.34.10 control plane.
     "kubernetes#131968": ("1.33.13", "1.34.10", "2026-11-23"),
+    # A regression with no fix: 1.37.1 whole, compared with the 1.36.4 kubelet under the 1.37.1 control plane (the
+    # newest matrix release before 1.37.0; the test passed there).
+    "kubernetes#135437": ("1.37.1", "1.36.4", "2026-11-23"),
+    # Whole clusters (the eviction controller's bug); the fixed run on 1.37.1, whose binaries were cached.
+    "kubernetes#134152": ("1.34.10", "1.37.1", "2026-11-23"),
 }
 
 # The minors the suites are run against and the table shows.
@@ -149,13 +156,16 @@ def render() -> str:
         "## Reproduced here",
         "",
         "`device-conformance reproduce ISSUE` on the local provider: the bug's check failed in its known-bug",
-        "block on the affected release, and the same test passed on the fixed one.",
+        "block on the affected release, and the same test passed on the fixed one (for a regression with no",
+        "fix released, on the newest matrix release before it: the comparison says so).",
         "",
         "| Issue | Affected release run | Fixed release run | Date |",
         "| --- | --- | --- | --- |",
     ]
     for bug in KNOWN_BUGS:
         affected, fixed, date = REPRODUCED.get(bug.issue, ("not yet run", "not yet run", ""))
+        if date and KubeVersion.parse(fixed) < bug.first_affected:
+            fixed += " (the newest release before the regression)"
         lines.append(f"| {bug.issue} | {affected} | {fixed} | {date} |")
     lines += ["", "## Behaviour", ""]
     for behaviour in BEHAVIOURS:

@@ -174,6 +174,22 @@ REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT = KnownBug(
     shown_by="suites/device_plugin/test_registration.py::test_late_disconnect_of_a_reused_socket_frees_the_socket",
 )
 
+# A Register on a socket path the kubelet is still connected to (another process now serving that path).
+# Module source v1.31.0, v1.33.13, v1.34.10, v1.35.8 and v1.36.4 (plugin/v1beta1/handler.go connectClient,
+# registerClient; client.go Connect; manager.go PluginConnected): the new client replaces s.clients[resourceName]
+# and the Register succeeds (GetDevicePluginOptions, then the ListAndWatch stream). From v1.37.0 (PR #135437, per-socket
+# clients; manager.go PluginConnected in module source v1.37.0 and v1.37.1) it is refused with "device plugin
+# already connected: <socket>". Releases before 1.31 were not read.
+REGISTRATION_REPLACES_THE_CONNECTION = "replaces-the-connection"
+REGISTRATION_REFUSED_ALREADY_CONNECTED = "refused-already-connected"
+REGISTER_ON_A_CONNECTED_SOCKET = Behaviour(
+    "Register on a socket the kubelet is connected to",
+    (
+        Since("1.31.0", REGISTRATION_REPLACES_THE_CONNECTION, "plugin/v1beta1/handler.go registerClient"),
+        Since("1.37.0", REGISTRATION_REFUSED_ALREADY_CONNECTED, "kubernetes#135437"),
+    ),
+)
+
 # A device's health change makes the device manager push the pod holding it to the sync loop, so that the pod's
 # allocatedResourcesStatus shows it at once (KEP-4680, ResourceHealthStatus). podDevices.getPodAndContainerForDevice
 # matched the device ID alone across every resource, so with another plugin's device of the same ID allocated to

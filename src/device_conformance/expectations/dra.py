@@ -67,6 +67,10 @@ def has_none_taint_effect(version: KubeVersion) -> bool:
 # ResourceSlices only after its last plugin has been gone for the wiping delay. Upstream runs its "rolling
 # update", "failed update" and "sequential update" e2e tests with KubeletMinVersion 1.33 (test/e2e/dra/dra.go:
 # "Seamless upgrade support was added in Kubernetes 1.33").
+# The 1.32 kubelet wipes a driver's slices at once when it deregisters (module source v1.32.5
+# pkg/kubelet/cm/dra/plugin/registration.go DeRegisterPlugin: `go h.wipeResourceSlices(pluginName)`), and a restarted
+# driver's new slices can be deleted by that wipe; the wiping delay and its cancellation on RegisterPlugin came with
+# the same change (v1.33.13 registration.go pendingWipes).
 FIRST_SEAMLESS_DRIVER_UPDATE_MINOR = 33
 
 
@@ -74,6 +78,20 @@ FIRST_SEAMLESS_DRIVER_UPDATE_MINOR = 33
 # 2025-05-07 after the 1.33.0 release and merged for 1.34 (inferred from the PR's dates; the metric is in
 # module source v1.37.1 pkg/kubelet/metrics/metrics.go).
 FIRST_CLAIMS_IN_USE_METRIC_MINOR = 34
+
+
+# The kubelet watches each DRA driver's gRPC connection, logs "Connection changed ... connected=<bool>" (-v=2) and
+# wipes the driver's ResourceSlices once it has been disconnected (killed, crashed, service never up) for the
+# wiping delay: PR #132058 ("clean up ResourceSlices in some additional failure scenarios (driver was removed
+# forcibly or crashed and did not restart)"), CHANGELOG-1.34 v1.34.0, not in CHANGELOG-1.33 (to v1.33.13). Module
+# source v1.34.10 pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go; v1.33.13 wipes only when the registration
+# socket goes (plugin/registration.go DeRegisterPlugin) and logs no connection changes.
+FIRST_DRA_CONNECTION_MONITORING_MINOR = 34
+
+# podresources List reports a container's DRA claims (dynamic_resources) only with KubeletPodResourcesDynamicResources,
+# alpha and off from 1.27, beta and on from 1.34 (PR #132940, CHANGELOG-1.34; module source v1.33.13 and v1.34.10
+# pkg/features/kube_features.go). expectations/cluster.py does not turn the alpha gate on.
+FIRST_PODRESOURCES_DRA_MINOR = 34
 
 
 # Partitionable devices (KEP-4815): ResourceSlice sharedCounters and Device consumesCounters, gate

@@ -72,7 +72,28 @@ def with_claims(
     return manifest
 
 
+# resource.k8s.io versions whose DeviceRequest has the exact request's fields inline (deviceClassName, selectors,
+# count, allocationMode, adminAccess, tolerations): k8s.io/api v0.33.13 resource/v1beta1/types.go DeviceRequest.
+# v1beta2 and v1 moved them under `exactly` (ExactDeviceRequest, KEP-4816), the shape device_request() builds.
+_INLINE_REQUEST_VERSIONS = {"v1alpha3", "v1beta1"}
+
+
+def in_api_version(body: Mapping[str, Any]) -> dict[str, Any]:
+    """A ResourceClaim or ResourceClaimTemplate built in the v1 shape, as its own apiVersion spells it: for
+    v1alpha3/v1beta1 (1.32, 1.33) each request's `exactly` fields go inline; other objects are unchanged."""
+    converted = copy.deepcopy(dict(body))
+    if _version(converted["apiVersion"]) not in _INLINE_REQUEST_VERSIONS:
+        return converted
+    spec = converted.get("spec") or {}
+    if converted.get("kind") == "ResourceClaimTemplate":
+        spec = spec.get("spec") or {}
+    for request in (spec.get("devices") or {}).get("requests") or []:
+        request.update(request.pop("exactly", {}))
+    return converted
+
+
 def create(kube: Kube, namespace: str, plural: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    body = in_api_version(body)
     return kube.custom.create_namespaced_custom_object(GROUP, _version(body["apiVersion"]), namespace, plural, body)
 
 

@@ -15,14 +15,22 @@ process:
 from __future__ import annotations
 
 from device_conformance.kube.client import Kube
-from device_conformance.kube.metrics import read, total
+from device_conformance.kube.metrics import Sample, read, total
 
 DP_REGISTRATIONS = "kubelet_device_plugin_registration_total"
 DP_ALLOCATE = "kubelet_device_plugin_alloc_duration_seconds_count"
 DRA_GRPC = "dra_grpc_operations_duration_seconds_count"
-# The full gRPC method names the interceptor records (staging/src/k8s.io/kubelet/pkg/apis/dra/v1/api.proto).
+# The full gRPC method names the interceptor records (staging/src/k8s.io/kubelet/pkg/apis/dra/v1/api.proto). The
+# service part is the one the kubelet chose for the driver: v1 from 1.34, v1beta1 on 1.32-1.33 (whose kubelet has
+# no v1 service, module source v1.33.13 pkg/kubelet/cm/dra/plugin/registration.go) and for a v1beta1-only driver;
+# the counts match the method's own name, whatever the service.
 DRA_PREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodePrepareResources"
 DRA_UNPREPARE = "/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin/NodeUnprepareResources"
+
+
+def _rpc(method: str) -> str:
+    """The RPC's own name in a full gRPC method name: /pkg.Service/Method -> Method."""
+    return method.rsplit("/", 1)[-1]
 
 
 class KubeletCounts:
@@ -39,17 +47,24 @@ class KubeletCounts:
 
     def dra_calls(self, driver: str, method: str, *, ok: bool | None = None) -> int:
         """gRPC calls of `method` (DRA_PREPARE, DRA_UNPREPARE) to `driver`; ok=True only those answered OK."""
-        samples = [s for s in read(self.kube, self.node) if s.name == DRA_GRPC]
-        picked = [s for s in samples if s.labels.get("driver_name") == driver and s.labels.get("method_name") == method]
-        if ok is not None:
-            picked = [s for s in picked if (s.labels.get("grpc_status_code") == "OK") == ok]
-        return int(sum(s.value for s in picked))
+        return _dra_calls(read(self.kube, self.node), driver, method, ok)
 
     def dra_counts(self, driver: str, *, ok: bool | None = True) -> tuple[int, int]:
         """(NodePrepareResources, NodeUnprepareResources) calls to `driver` since the kubelet started: by default
         those the driver answered OK (a call the kubelet made while the driver's socket was gone ends Unavailable
         and is retried); ok=None counts every call."""
-        samples = [s for s in read(self.kube, self.node) if s.labels.get("driver_name") == driver]
-        if ok is not None:
-            samples = [s for s in samples if (s.labels.get("grpc_status_code") == "OK") == ok]
-        return total(samples, DRA_GRPC, method_name=DRA_PREPARE), total(samples, DRA_GRPC, method_name=DRA_UNPREPARE)
+        samples = read(self.kube, self.node)  # one scrape for both counts
+        return _dra_calls(samples, driver, DRA_PREPARE, ok), _dra_calls(samples, driver, DRA_UNPREPARE, ok)
+
+
+def _dra_calls(samples: list[Sample], driver: str, method: str, ok: bool | None) -> int:
+    picked = [
+        s
+        for s in samples
+        if s.name == DRA_GRPC
+        and s.labels.get("driver_name") == driver
+        and _rpc(s.labels.get("method_name", "")) == _rpc(method)
+    ]
+    if ok is not None:
+        picked = [s for s in picked if (s.labels.get("grpc_status_code") == "OK") == ok]
+    return int(sum(s.value for s in picked))
