@@ -71,24 +71,14 @@ def one_round(version: KubeVersion, label: str, results: dict[str, list[float]])
     started = time.monotonic()
     handle = provider.up()
     results.setdefault(label, []).append(time.monotonic() - started)
-    kube = Kube.from_kubeconfig(handle.kubeconfig)
-    node = handle.nodes[0]
     try:
-        for _ in range(3):
-            results.setdefault("kubelet restart to node Ready", []).append(
-                timed(lambda: (node.kubelet.restart(), wait.for_node_ready(kube, node.name)))
-            )
-        kube.core.create_namespace({"metadata": {"name": "bench"}})
-        until(lambda: kube.core.read_namespaced_service_account("default", "bench"), what="default SA", timeout=60)
-        for i in range(3):
-            manifest = pods.pod_manifest(f"p{i}", ["sleep", "3600"], restart_policy="Always")
-            started = time.monotonic()
-            pods.create(kube, "bench", manifest)
-            wait.for_pod_running_ready(kube, "bench", manifest["metadata"]["name"])
-            results.setdefault("pod create to Running", []).append(time.monotonic() - started)
-        device_plugin_round(kube, node, results)
+        kube_ops(handle, results)
+        kube = Kube.from_kubeconfig(handle.kubeconfig)
+        try:
+            device_plugin_round(kube, handle.nodes[0], results)
+        finally:
+            kube.close()
     finally:
-        kube.close()
         results.setdefault("teardown", []).append(timed(provider.down))
 
 
@@ -161,7 +151,7 @@ def kind_round(version: KubeVersion, results: dict[str, list[float]], repeats: i
 
 
 def kube_ops(handle, results: dict[str, list[float]]) -> None:
-    """Kubelet restart to node Ready and pod create to Running, 3 samples each (as one_round does locally)."""
+    """Kubelet restart to node Ready and pod create to Running, 3 samples each, on either provider's cluster."""
     kube = Kube.from_kubeconfig(handle.kubeconfig)
     node = handle.nodes[0]
     try:
