@@ -63,15 +63,7 @@ def test_reboot_simulation_recreates_the_pod_sandbox(kube, node, sleeper):
     removed = node.simulate_reboot()
     assert removed >= 1
     wait.for_node_ready(kube, node.name)
-
-    def restarted():
-        pod = sleeper.read()
-        now = first_container_id(pod)
-        if now is None or now == before or not pods.is_ready(pod):
-            return Pending(f"container {now} (before the reboot {before}): {pods.summary(pod)}")
-        return pod
-
-    after = until(restarted, what=f"{sleeper} to run again in a new sandbox", timeout=timeouts.POD_START_UNNAMED)
+    after = running_in_a_new_container(sleeper, before, "in a new sandbox")
     assert after.metadata.uid == sleeper.uid
 
 
@@ -91,6 +83,12 @@ def test_real_reboot_restarts_the_node_and_the_pod_runs_again(kube, node, sleepe
     wait.for_node_ready(kube, node.name, timeout=timeouts.NODE_READY)
     with pytest.raises(FileNotFoundError):
         node.read_file(marker)
+    after = running_in_a_new_container(sleeper, before, "after the reboot")
+    assert after.metadata.uid == sleeper.uid
+
+
+def running_in_a_new_container(sleeper, before: str | None, when: str):
+    """The pod once it is Ready in a container other than `before` (both reboot tests wait for this)."""
 
     def restarted():
         pod = sleeper.read()
@@ -99,5 +97,4 @@ def test_real_reboot_restarts_the_node_and_the_pod_runs_again(kube, node, sleepe
             return Pending(f"container {now} (before the reboot {before}): {pods.summary(pod)}")
         return pod
 
-    after = until(restarted, what=f"{sleeper} to run again after the reboot", timeout=timeouts.POD_START_UNNAMED)
-    assert after.metadata.uid == sleeper.uid
+    return until(restarted, what=f"{sleeper} to run again {when}", timeout=timeouts.POD_START_UNNAMED)
