@@ -8,6 +8,7 @@ import pytest
 from device_conformance.fixtures.dra_pods import claim_with_requests
 
 from device_conformance.expectations.dra import CLASS_CONFIG_NAMES_NO_REQUESTS, FIRST_DRA_MINOR
+from device_conformance.fakes.dra_driver.resourceslices import build_device_class
 from device_conformance.kube import dra
 
 pytestmark = [
@@ -25,16 +26,9 @@ def configured_class(kube, dra_objects):
 
     def make(driver):
         name = f"{driver.config.driver_name}-configured"
-        body = {
-            "apiVersion": dra_objects.api,
-            "kind": "DeviceClass",
-            "metadata": {"name": name},
-            "spec": {
-                "selectors": [{"cel": {"expression": f'device.driver == "{driver.config.driver_name}"'}}],
-                "config": [{"opaque": {"driver": driver.config.driver_name, "parameters": PARAMETERS}}],
-            },
-        }
-        kube.custom.create_cluster_custom_object(dra.GROUP, dra_objects.api.split("/")[1], "deviceclasses", body)
+        body = build_device_class(driver.config.driver_name, api_version=dra_objects.api, name=name)
+        body["spec"]["config"] = [{"opaque": {"driver": driver.config.driver_name, "parameters": PARAMETERS}}]
+        dra.create_device_class(kube, body)
         made.append(name)
         return name
 

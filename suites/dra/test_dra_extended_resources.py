@@ -14,6 +14,7 @@ from device_conformance import timeouts
 from device_conformance.expectations.dra import DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import cdi
+from device_conformance.fakes.dra_driver.resourceslices import build_device_class
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
 from device_conformance.node.cri import cdi_support
@@ -35,17 +36,9 @@ def extended_class(kube, dra_objects, dra_driver):
     name = driver.config.driver_name
     resource = f"{name.split('.')[0]}.example.com/dev"
     class_name = f"{name}-ext"
-    body = {
-        "apiVersion": dra_objects.api,
-        "kind": "DeviceClass",
-        "metadata": {"name": class_name},
-        "spec": {
-            "selectors": [{"cel": {"expression": f'device.driver == "{name}"'}}],
-            "extendedResourceName": resource,
-        },
-    }
-    version = dra_objects.api.split("/")[1]
-    kube.custom.create_cluster_custom_object("resource.k8s.io", version, "deviceclasses", body)
+    body = build_device_class(name, api_version=dra_objects.api, name=class_name)
+    body["spec"]["extendedResourceName"] = resource
+    dra.create_device_class(kube, body)
     yield driver, resource
     # The driver's teardown drains the pods first; the class goes before the driver, which is harmless:
     # a class is read only at scheduling.

@@ -133,6 +133,11 @@ def delete_slices(kube: Kube, api_version: str, *, driver: str) -> None:
         _delete_cluster_object(kube, api_version, "resourceslices", item["metadata"]["name"])
 
 
+def create_device_class(kube: Kube, body: dict[str, Any]) -> None:
+    """Create a DeviceClass in the API version its body names."""
+    kube.custom.create_cluster_custom_object(GROUP, _version(body["apiVersion"]), "deviceclasses", body)
+
+
 def delete_device_class(kube: Kube, api_version: str, name: str) -> None:
     _delete_cluster_object(kube, api_version, "deviceclasses", name)
 
