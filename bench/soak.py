@@ -84,7 +84,7 @@ class ClusterOwners:
     """The ids of the local clusters whose owner process carries `tag`, read from the runs' state files."""
 
     def __init__(self, tag: str) -> None:
-        self.tag = tag.encode()
+        self.entry = f"{inventory.TAG_ENV}={tag}".encode()  # as it stands in /proc/PID/environ
         self.run_ids: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
@@ -111,9 +111,7 @@ class ClusterOwners:
                 owner = json.loads(state_file.read_text()).get("owner_pid")
             except (OSError, ValueError):
                 continue
-            if owner and f"{inventory.TAG_ENV}={self.tag.decode()}".encode() in read_environ(
-                Path(f"/proc/{owner}")
-            ).split(b"\0"):
+            if owner and self.entry in read_environ(Path(f"/proc/{owner}")).split(b"\0"):
                 self.run_ids.add(run_id)
 
 
@@ -130,8 +128,10 @@ def one_run(index: int, args: argparse.Namespace, logs: Path, before: inventory.
     with ClusterOwners(tag) as owners, (logs / f"run-{index:02d}.log").open("wb") as log:
         code = subprocess.run(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log).returncode
     wall = time.monotonic() - started
-    counts, failures = junit_outcomes(junit) if junit.exists() else (dict.fromkeys(OUTCOMES, 0), [])
-    if not junit.exists():
+    if junit.exists():
+        counts, failures = junit_outcomes(junit)
+    else:
+        counts = dict.fromkeys(OUTCOMES, 0)
         failures = [f"(no JUnit XML: pytest exited {code}; see {logs / f'run-{index:02d}.log'})"]
     ours = inventory.Ours(run_ids=frozenset(owners.run_ids), tags=frozenset({tag}))
     left = [str(item) for item in inventory.leaks(before, inventory.snapshot(), ours)]
