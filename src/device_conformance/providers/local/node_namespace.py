@@ -89,8 +89,25 @@ class NodeNamespace:
         return members
 
     def destroy(self, timeout: float = 30) -> None:
-        """SIGKILL every process in the namespace (shims, containers, holder): the namespace goes."""
-        deadline = time.monotonic() + timeout
+        """SIGKILL every process in the namespace (shims, containers, holder): the namespace goes.
+
+        An open descriptor of the namespace pins it for the whole loop. Without it, once the last member
+        died the kernel gives its number to the next namespace created on the host (the lowest free one:
+        proc_alloc_inum, fs/proc/generic.c), often another cluster's container starting that moment, and
+        the next scan by number would SIGKILL it. A holder that is already gone leaves nothing to pin and
+        nothing to tell apart: teardown finds what is left by the run id instead (run_processes)."""
+        try:
+            pin = os.open(f"/proc/{self.holder_pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return
+        try:
+            if os.fstat(pin).st_ino != self.inode:
+                return  # the holder's pid now belongs to another process
+            self._kill_members(time.monotonic() + timeout)
+        finally:
+            os.close(pin)
+
+    def _kill_members(self, deadline: float) -> None:
         while members := self.member_pids():
             for pid in members:
                 try:
