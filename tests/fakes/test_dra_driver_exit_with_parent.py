@@ -1,4 +1,5 @@
-"""A fake DRA driver does not outlive a test run killed with SIGKILL (bench/interrupt.py found it did)."""
+"""A fake DRA driver does not outlive a test run killed with SIGKILL (bench/interrupt.py found it did), also
+when the run dies while the driver is still starting (a soak run interrupted at that moment left one)."""
 
 import os
 import signal
@@ -46,6 +47,46 @@ def test_driver_exits_when_the_process_that_started_it_is_killed(tmp_path):
         if alive:
             os.kill(driver_pid, signal.SIGKILL)
         assert not alive, "the fake DRA driver outlived the killed test run"
+        assert sorted(os.listdir(f"{sockets}/registry")) == [], "its registration socket stayed behind"
+    finally:
+        parent.kill()
+        subprocess.run(["rm", "-rf", sockets], check=False)
+
+
+# A stand-in for pytest killed while the driver starts: it prints the driver's pid as soon as the process
+# exists and never waits for it to be ready (FakeProcess's wait replaced by a block).
+PARENT_KILLED_DURING_START = PARENT.replace(
+    "handle = start(config, workdir)\nprint(handle.process.pid, flush=True)\n",
+    "import subprocess as sp, device_conformance.fakes.common.process as fp\n"
+    "real_popen = sp.Popen\n"
+    "def popen(*args, **kwargs):\n"
+    "    proc = real_popen(*args, **kwargs)\n"
+    "    print(proc.pid, flush=True)\n"
+    "    sys.stdin.read()\n"
+    "fp.subprocess.Popen = popen\n"
+    "start(config, workdir)\n",
+)
+
+
+def test_driver_exits_when_the_run_is_killed_while_it_starts(tmp_path):
+    assert PARENT_KILLED_DURING_START != PARENT, "the stand-in parent's script no longer matches"
+    sockets = tempfile.mkdtemp(prefix="dra-", dir="/tmp")
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT_KILLED_DURING_START, sockets, str(tmp_path / "driver")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        driver_pid = int(parent.stdout.readline())
+        os.kill(parent.pid, signal.SIGKILL)  # before the driver's interpreter has even imported its modules
+        parent.wait()
+        deadline = time.monotonic() + 20
+        while pid_alive(driver_pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        alive = pid_alive(driver_pid)
+        if alive:
+            os.kill(driver_pid, signal.SIGKILL)
+        assert not alive, "the fake DRA driver outlived a test run killed while it was starting"
         assert sorted(os.listdir(f"{sockets}/registry")) == [], "its registration socket stayed behind"
     finally:
         parent.kill()

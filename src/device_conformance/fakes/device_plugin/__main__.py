@@ -27,8 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="JSON file written from DevicePluginConfig")
     parser.add_argument(
         "--exit-with-parent",
-        action="store_true",
-        help="exit when the process that started us goes away (so a crashed test run leaves no plugin behind)",
+        type=int,
+        metavar="PID",
+        help="exit once our parent is no longer PID, the process that started us (at once if it was gone "
+        "before we looked), so a crashed test run leaves no plugin behind",
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -53,9 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     control.start()
     print(f"ready {config.control_socket}", flush=True)
 
-    parent = os.getppid()
+    # The starter's pid comes from it: read here, a parent killed while we started would look like init.
+    parent = args.exit_with_parent
     while not stop.wait(0.2):
-        if args.exit_with_parent and os.getppid() != parent:
+        if parent is not None and os.getppid() != parent:
             logging.warning("parent %d went away; stopping", parent)
             break
     control.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
@@ -20,9 +21,10 @@ from device_conformance.wait.core import Pending
 
 
 def plugin_argv(config_path: str | Path, *, python: str = sys.executable, exit_with_parent: bool = False) -> list[str]:
-    """The command line that runs the plugin; a provider can run it on any host with this package."""
+    """The command line that runs the plugin; a provider can run it on any host with this package. With
+    exit_with_parent the plugin exits once it is no longer a child of this process (FakeProcess starts it)."""
     argv = [python, "-m", "device_conformance.fakes.device_plugin", "--config", str(config_path)]
-    return [*argv, "--exit-with-parent"] if exit_with_parent else argv
+    return [*argv, "--exit-with-parent", str(os.getpid())] if exit_with_parent else argv
 
 
 def registration_of(call: Call) -> Registration:

@@ -25,8 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, help="JSON file with a DriverConfig")
     parser.add_argument(
         "--exit-with-parent",
-        action="store_true",
-        help="exit when the process that started us goes away (so a crashed test run leaves no driver behind)",
+        type=int,
+        metavar="PID",
+        help="exit once our parent is no longer PID, the process that started us (at once if it was gone "
+        "before we looked), so a crashed test run leaves no driver behind",
     )
     args = parser.parse_args(argv)
     try:
@@ -40,14 +42,15 @@ def main(argv: list[str] | None = None) -> int:
     control = ControlServer(config.control_socket, driver.ops())
     control.start()
     print(f"fake DRA driver {config.driver_name} ready: {driver.status()}", flush=True)
-    parent = os.getppid()
+    # The starter's pid comes from it: read here, a parent killed while we started would look like init.
+    parent = args.exit_with_parent
     try:
         while True:
             info = signal.sigtimedwait(STOP_SIGNALS, PARENT_POLL)
             if info is not None:
                 print(f"fake DRA driver got {signal.Signals(info.si_signo).name}, stopping", flush=True)
                 break
-            if args.exit_with_parent and os.getppid() != parent:
+            if parent is not None and os.getppid() != parent:
                 print(f"fake DRA driver: parent {parent} went away, stopping", flush=True)
                 break
     finally:

@@ -91,8 +91,10 @@ class DraDriverHandle(FakeHandle):
     @property
     def argv(self) -> list[str]:
         """How the process is launched: [python, -m, device_conformance.fakes.dra_driver, --config, FILE,
-        --exit-with-parent]: a test run killed with SIGKILL leaves no driver behind (bench/interrupt.py)."""
-        return [sys.executable, "-m", MODULE, "--config", str(self.config_path), "--exit-with-parent"]
+        --exit-with-parent, OUR_PID]: a test run killed with SIGKILL, even while the driver was starting, leaves
+        no driver behind (bench/interrupt.py, soak). FakeProcess starts it as our own child."""
+        argv = [sys.executable, "-m", MODULE, "--config", str(self.config_path)]
+        return [*argv, "--exit-with-parent", str(os.getpid())]
 
     def _sockets(self) -> Iterable[str]:
         return [self.config.registration_socket, self.config.service_socket]
