@@ -13,7 +13,8 @@ in nothing but the kubelet. --whole-cluster, or a bug in another component, runs
 A regression with no fix released has no fixed release to compare with: the comparison is then the newest
 matrix release before the first affected one (the last release without the bug), and its verdict is "not
 present before the regression" when the same test passes there. For a kubelet bug that older release runs
-as the kubelet under the affected release's control plane.
+as the kubelet under the affected release's control plane. An unfixed bug older than every matrix release
+has nothing to compare with: only the affected release runs, and the table says so.
 """
 
 from __future__ import annotations
@@ -102,10 +103,10 @@ def bug_tests(bug: KnownBug) -> list[str]:
     return tests
 
 
-def pick_releases(bug: KnownBug, affected: str | None, fixed: str | None) -> tuple[KubeVersion, KubeVersion]:
+def pick_releases(bug: KnownBug, affected: str | None, fixed: str | None) -> tuple[KubeVersion, KubeVersion | None]:
     """The affected and the fixed release: given ones are checked against the data; defaults come from
     the matrix, the newest affected one and the oldest fixed one after it; for a bug with no fix released,
-    the newest one before its first affected release."""
+    the newest one before its first affected release, or None when the bug predates every matrix release."""
     if affected:
         bad = KubeVersion.parse(affected)
     else:
@@ -118,10 +119,9 @@ def pick_releases(bug: KnownBug, affected: str | None, fixed: str | None) -> tup
     elif not bug.fixes:
         candidates = [v for v in MATRIX_VERSIONS if v < bug.first_affected]
         if not candidates:
-            raise BadInput(
-                f"{bug.issue} has no fix released and no matrix release predates it ({bug.first_affected})",
-                "give --fixed X.Y.Z, a release before the bug",
-            )
+            if not bug.affects(bad):
+                raise BadInput(f"{bug.issue} does not affect {bad}", "give an affected release")
+            return bad, None  # nothing to compare with: no fix, and the bug predates the matrix
         good = max(candidates)
     else:
         candidates = [v for v in MATRIX_VERSIONS if v > bad and not bug.affects(v)]
@@ -174,15 +174,22 @@ def verdict(outcome: RunOutcome, *, affected: bool, before: bool = False) -> str
     return "not run"
 
 
+NOTHING_TO_COMPARE = "no release to compare with: no fix released, and the bug predates every matrix release"
+
+
 def _run(args: argparse.Namespace) -> int:
     bug = find_bug(args.issue)
     tests = bug_tests(bug)
     bad, good = pick_releases(bug, args.affected, args.fixed)
-    before = before_the_bug(bug, good)
+    before = good is not None and before_the_bug(bug, good)
     rows = []
     for version, affected in ((bad, True), (good, False)):
-        runs = affected_run if affected else comparison_run
-        control_plane, kubelet = runs(bug, bad, good, args.whole_cluster)
+        if version is None:
+            continue
+        if affected:
+            control_plane, kubelet = affected_run(bug, bad, good, args.whole_cluster) if good else (bad, None)
+        else:
+            control_plane, kubelet = comparison_run(bug, bad, version, args.whole_cluster)
         folder = args.out / bug.issue.replace("#", "-") / str(version)
         folder.mkdir(parents=True, exist_ok=True)
         shown = f"kubelet {version} under control plane {control_plane}" if kubelet else f"{version}"
@@ -195,14 +202,15 @@ def _run(args: argparse.Namespace) -> int:
         outcome = read_outcome(junit, bug) if junit.exists() else None
         text = verdict(outcome, affected=affected, before=before) if outcome else "no result: see the log"
         rows.append((version, text, folder))
-    compared = (
-        f"compared with {good}, before the regression (first affected {bug.first_affected})"
-        if before
-        else bug.describe_fix(good)
-    )
+    if good is None:
+        compared = f"{NOTHING_TO_COMPARE} (first affected {bug.first_affected})"
+    elif before:
+        compared = f"compared with {good}, before the regression (first affected {bug.first_affected})"
+    else:
+        compared = bug.describe_fix(good)
     print(f"\n{bug.issue}: {bug.title}\n  {compared}\n  tests: {', '.join(tests)}")
     print("| release | verdict | report folder |\n| --- | --- | --- |")
     for version, text, folder in rows:
         print(f"| {version} | {text} | {folder} |")
-    expected = ("reproduced", NOT_BEFORE if before else FIXED)
+    expected = ("reproduced",) if good is None else ("reproduced", NOT_BEFORE if before else FIXED)
     return 0 if tuple(text for _, text, _ in rows) == expected else 1
