@@ -89,7 +89,14 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     "kubernetes#135437": ("1.37.1", "1.36.4", "2026-11-23"),
     # Whole clusters (the eviction controller's bug); the fixed run on 1.37.1, whose binaries were cached.
     "kubernetes#134152": ("1.34.10", "1.37.1", "2026-11-23"),
+    # No fix released, and no release before the bug runs its test here (NO_COMPARISON): the affected run alone.
+    "kubernetes#126943": ("1.37.1", "", "2026-11-24"),
+    "kubernetes#116125": ("1.37.1", "", "2026-11-24"),
+    # 1.33.13, the newest matrix release before 1.34.0, skips the test: it needs DRAExtendedResource, on from 1.36.
+    "kubernetes#141290": ("1.37.1", "", "2026-11-24"),
 }
+
+NO_COMPARISON = "none: no fix released, and no release before the bug runs its test here"
 
 # The minors the suites are run against and the table shows.
 MATRIX_MINORS = tuple(range(28, 38))
@@ -157,14 +164,17 @@ def render() -> str:
         "",
         "`device-conformance reproduce ISSUE` on the local provider: the bug's check failed in its known-bug",
         "block on the affected release, and the same test passed on the fixed one (for a regression with no",
-        "fix released, on the newest matrix release before it: the comparison says so).",
+        "fix released, on the newest matrix release before it: the comparison says so; for an unfixed bug that",
+        "no earlier release can run, the affected run alone).",
         "",
         "| Issue | Affected release run | Fixed release run | Date |",
         "| --- | --- | --- | --- |",
     ]
     for bug in KNOWN_BUGS:
         affected, fixed, date = REPRODUCED.get(bug.issue, ("not yet run", "not yet run", ""))
-        if date and KubeVersion.parse(fixed) < bug.first_affected:
+        if date and not fixed:
+            fixed = NO_COMPARISON
+        elif date and KubeVersion.parse(fixed) < bug.first_affected:
             fixed += " (the newest release before the regression)"
         lines.append(f"| {bug.issue} | {affected} | {fixed} | {date} |")
     lines += ["", "## Behaviour", ""]
