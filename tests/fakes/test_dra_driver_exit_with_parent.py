@@ -30,27 +30,33 @@ PARENT = textwrap.dedent(
 )
 
 
-def test_driver_exits_when_the_process_that_started_it_is_killed(tmp_path):
+def _kill_the_parent_and_expect_no_driver(script: str, workdir: str, timeout: float, outlived: str) -> None:
+    """Run `script` as the stand-in parent, SIGKILL it once it printed the driver's pid, and require the driver
+    to be gone within `timeout` with its registration socket removed."""
     sockets = tempfile.mkdtemp(prefix="dra-", dir="/tmp")  # tmp_path can exceed sun_path's 107 bytes
     parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT, sockets, str(tmp_path / "driver")], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        [sys.executable, "-c", script, sockets, workdir], stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     try:
         driver_pid = int(parent.stdout.readline())
-        assert pid_alive(driver_pid)
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + timeout
         while pid_alive(driver_pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         alive = pid_alive(driver_pid)
         if alive:
             os.kill(driver_pid, signal.SIGKILL)
-        assert not alive, "the fake DRA driver outlived the killed test run"
+        assert not alive, outlived
         assert sorted(os.listdir(f"{sockets}/registry")) == [], "its registration socket stayed behind"
     finally:
         parent.kill()
         subprocess.run(["rm", "-rf", sockets], check=False)
+
+
+def test_driver_exits_when_the_process_that_started_it_is_killed(tmp_path):
+    outlived = "the fake DRA driver outlived the killed test run"
+    _kill_the_parent_and_expect_no_driver(PARENT, str(tmp_path / "driver"), 10, outlived)
 
 
 # A stand-in for pytest killed while the driver starts: it prints the driver's pid as soon as the process
@@ -70,24 +76,6 @@ PARENT_KILLED_DURING_START = PARENT.replace(
 
 def test_driver_exits_when_the_run_is_killed_while_it_starts(tmp_path):
     assert PARENT_KILLED_DURING_START != PARENT, "the stand-in parent's script no longer matches"
-    sockets = tempfile.mkdtemp(prefix="dra-", dir="/tmp")
-    parent = subprocess.Popen(
-        [sys.executable, "-c", PARENT_KILLED_DURING_START, sockets, str(tmp_path / "driver")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-    )
-    try:
-        driver_pid = int(parent.stdout.readline())
-        os.kill(parent.pid, signal.SIGKILL)  # before the driver's interpreter has even imported its modules
-        parent.wait()
-        deadline = time.monotonic() + 20
-        while pid_alive(driver_pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        alive = pid_alive(driver_pid)
-        if alive:
-            os.kill(driver_pid, signal.SIGKILL)
-        assert not alive, "the fake DRA driver outlived a test run killed while it was starting"
-        assert sorted(os.listdir(f"{sockets}/registry")) == [], "its registration socket stayed behind"
-    finally:
-        parent.kill()
-        subprocess.run(["rm", "-rf", sockets], check=False)
+    # Killed before the driver's interpreter has even imported its modules.
+    outlived = "the fake DRA driver outlived a test run killed while it was starting"
+    _kill_the_parent_and_expect_no_driver(PARENT_KILLED_DURING_START, str(tmp_path / "driver"), 20, outlived)
