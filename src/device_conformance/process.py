@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from device_conformance.errors import CommandError
 
@@ -78,3 +79,15 @@ def terminate(pid: int, *, grace: float = 10.0, sig: int = signal.SIGTERM) -> No
 def _reap(pid: int) -> None:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def kill_group_of_reaped_leader(pgid: int) -> None:
+    """SIGKILL what is left of the process group of a leader we already reaped (a shell wrapper's children).
+
+    Never when the leader's pid is in use again: the kernel does not hand out a pid that is still some group's
+    id, so a live process with that pid means no member of the old group is left, and the pid (which wraps in
+    minutes on a busy host: pid_max 32768) now belongs to someone else, maybe another cluster's container."""
+    if Path(f"/proc/{pgid}").exists():
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)

@@ -13,10 +13,7 @@ cluster the same, the node control being the suite's node agent (--allow-node-di
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shlex
-import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -24,6 +21,7 @@ from device_conformance.errors import BadInput
 from device_conformance.fakes.common.handle import PROCESS, ProcessHandle
 from device_conformance.fakes.common.process import FakeProcess
 from device_conformance.kube.kubelet_metrics import KubeletCounts
+from device_conformance.process import kill_group_of_reaped_leader
 from device_conformance.vendor_spec import DEVICE_PLUGIN, NODE_PATHS, VendorSpec
 
 # A vendor's subject can only be run (the names: fakes/common/handle.py).
@@ -71,8 +69,7 @@ class VendorHandle(ProcessHandle):
         code = self.process.stop(timeout)
         pid = self.process.pid
         if pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(pid, signal.SIGKILL)
+            kill_group_of_reaped_leader(pid)
         return code
 
     def restart(self, *, kill: bool = False) -> None:

@@ -9,6 +9,8 @@ import signal
 import subprocess
 from pathlib import Path
 
+from device_conformance.process import kill_group_of_reaped_leader
+
 # A vendor binary gets this long to exit on SIGTERM before it is killed (the kubelet's pods get 30 s by
 # default; a plugin process on its own should need far less).
 STOP_GRACE = 10.0
@@ -76,8 +78,7 @@ class SubjectProcess:
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         # Children the subject left in its group go too (a shell wrapper's plugin, say).
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group_of_reaped_leader(proc.pid)
         return self.exit_status()
 
     def restart(self) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from device_conformance.errors import ConformanceError, WaitTimeout
+from device_conformance.process import kill_group_of_reaped_leader
 from device_conformance.wait.core import Abort, until
 
 # Fakes answer within milliseconds; a short fixed interval keeps waits on them short.
@@ -72,8 +73,11 @@ class FakeProcess:
         """SIGKILL the whole session: no cleanup in the fake, its sockets stay behind like after a crash."""
         if self._proc is None:
             return
+        if self._proc.returncode is not None:  # reaped before: its pid may be another process's by now
+            kill_group_of_reaped_leader(self._proc.pid)
+            return
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self._proc.pid, signal.SIGKILL)
+            os.killpg(self._proc.pid, signal.SIGKILL)  # alive or a zombie: the pid is still the fake's
         self._proc.wait()
 
     def stop(self, timeout: float = 10.0) -> int | None:
