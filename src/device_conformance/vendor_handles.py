@@ -227,6 +227,7 @@ class VendorDaemonSetHandle:
             pod = pods[0]
             if other_than is not None and pod.metadata.uid == other_than:
                 return Pending(f"still the old pod {pod.metadata.name}")
+            self.last_pod = pod.metadata.name  # whose log report() shows, Ready or not
             if without_term and has_stop_term(self._pod_affinity(pod)):
                 return Pending(f"pod {pod.metadata.name} still has the stop term (rolling update)")
             ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
@@ -388,9 +389,11 @@ class VendorDaemonSetHandle:
         if self.last_pod is None:
             return "(no pod seen)"
         try:
-            return self.kube.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
+            text = self.kube.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
                 self.last_pod, self.namespace, tail_lines=lines
             )
+            # the client hands a log that is not UTF-8 JSON over as bytes
+            return text.decode(errors="replace") if isinstance(text, bytes) else text
         except Exception as exc:  # the pod may be gone: say so in the report
             return f"(log of {self.last_pod} unreadable: {exc})"
 

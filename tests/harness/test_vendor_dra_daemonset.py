@@ -64,7 +64,12 @@ def test_the_test_drivers_manifest_has_its_daemonset_mounts_and_permissions():
     assert container["env"] == [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]
     volumes = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
     mounts = {m["mountPath"] for m in container["volumeMounts"]}
-    assert sorted(volumes.values()) == ["/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry", "/var/run/cdi"]
+    assert sorted(volumes.values()) == [
+        f"/var/lib/kubelet/plugins/{DRIVER}",
+        "/var/lib/kubelet/plugins_registry",
+        "/var/run/cdi",
+    ]
+    assert {v["hostPath"]["type"] for v in pod["volumes"]} == {"DirectoryOrCreate"}
     assert mounts == set(volumes.values())  # each at its node path: the driver's defaults are the kubelet's
     # the pod runs as the ServiceAccount the binding gives the role to
     assert pod["serviceAccountName"] == account["metadata"]["name"]
