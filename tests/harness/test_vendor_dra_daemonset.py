@@ -230,3 +230,40 @@ def test_the_daemonset_handle_names_the_driver():
     )
     assert handle.name == "vendor dra-driver gpu.vendor.com (DaemonSet gpu-system/gpu-kubelet-plugin)"
     assert vendor_handles.VENDOR_CAPABILITIES == handle.CAPABILITIES
+
+
+def test_a_dra_driver_daemonset_that_is_missing_or_not_on_the_node_is_bad_input():
+    import json
+
+    spec = parse(None, "gpu.vendor.com", None, "gpu-system/gpu-kubelet-plugin")
+    pods: list = []
+    core = SimpleNamespace(
+        api_client=None, list_namespaced_pod=lambda namespace, field_selector: SimpleNamespace(items=pods)
+    )
+    handle = VendorDaemonSetHandle(spec, SimpleNamespace(core=core), SimpleNamespace(name="node-a"), None, 1)
+
+    def missing(name, namespace, _preload_content):
+        raise ApiException(status=404, reason="Not Found")
+
+    handle.apps = SimpleNamespace(read_namespaced_daemon_set=missing)
+    with pytest.raises(BadInput) as raised:
+        handle.check()
+    assert raised.value.problem == (
+        "--vendor-daemonset gpu-system/gpu-kubelet-plugin: there is no DaemonSet gpu-kubelet-plugin in namespace "
+        "gpu-system of the cluster under test"
+    )
+    assert raised.value.fix.startswith("deploy the subject first (kubectl apply -f its manifest)")
+    daemonset = {
+        "spec": {"template": {"spec": {"nodeSelector": {"gpu": "yes"}}}},
+        "status": {"desiredNumberScheduled": 0},
+    }
+    handle.apps = SimpleNamespace(
+        read_namespaced_daemon_set=lambda name, namespace, _preload_content: SimpleNamespace(data=json.dumps(daemonset))
+    )
+    with pytest.raises(BadInput) as raised:
+        handle.check()
+    assert raised.value.problem == (
+        "--vendor-daemonset gpu-system/gpu-kubelet-plugin: the DaemonSet has no pod on the test node node-a "
+        "(desired 0, nodeSelector {'gpu': 'yes'})"
+    )
+    assert raised.value.fix.startswith("make it run on node-a")
