@@ -180,7 +180,9 @@ class FilesTransport:
 
         self.commands.append(argv[0])
         if argv[0] == "find":
-            directory = argv[1]
+            directory, kind = argv[1], argv[argv.index("-type") + 1]
+            if kind != "f":  # only regular files here
+                return b""
             return "".join(f"{p}\n" for p in sorted(self.files) if str(Path(p).parent) == directory).encode()
         if argv[0] == "cat":
             if argv[1] not in self.files:
