@@ -386,16 +386,27 @@ class VendorDaemonSetHandle:
         self.starts += 1
 
     def log_tail(self, lines: int = 30) -> str:
+        """The last `lines` of the pod's log; when its container has no output yet (it crashed and was
+        restarted: a crash loop without a readiness probe looks Ready in between), the previous container's."""
         if self.last_pod is None:
             return "(no pod seen)"
         try:
-            text = self.kube.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
-                self.last_pod, self.namespace, tail_lines=lines
-            )
-            # the client hands a log that is not UTF-8 JSON over as bytes
-            return text.decode(errors="replace") if isinstance(text, bytes) else text
+            text = self._log(lines, previous=False)
         except Exception as exc:  # the pod may be gone: say so in the report
             return f"(log of {self.last_pod} unreadable: {exc})"
+        if text.strip():
+            return text
+        try:
+            return f"(no output yet; the previous container's log:)\n{self._log(lines, previous=True)}"
+        except Exception:  # no previous container: it has just not written anything
+            return "(no output yet)"
+
+    def _log(self, lines: int, *, previous: bool) -> str:
+        # Read raw: the client turns a body that is not JSON into str(bytes) ("b'...'") otherwise.
+        answer = self.kube.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
+            self.last_pod, self.namespace, tail_lines=lines, previous=previous, _preload_content=False
+        )
+        return answer.data.decode(errors="replace")
 
     def report(self) -> str:
         return (

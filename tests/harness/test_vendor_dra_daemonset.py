@@ -269,3 +269,33 @@ def test_a_dra_driver_daemonset_that_is_missing_or_not_on_the_node_is_bad_input(
         "(desired 0, nodeSelector {'gpu': 'yes'})"
     )
     assert raised.value.fix.startswith("make it run on node-a")
+
+
+def test_the_report_shows_the_pods_log_or_the_previous_containers():
+    logs = {False: b"", True: b'E1124 "command failed" err="listen unix .../dra.sock: bind: no such file"\n'}
+    calls = []
+
+    def read_log(name, namespace, tail_lines, previous, _preload_content):
+        calls.append((name, namespace, tail_lines, previous, _preload_content))
+        if previous not in logs:
+            raise ApiException(status=400, reason="previous terminated container not found")
+        return SimpleNamespace(data=logs[previous])
+
+    spec = parse(None, DRIVER, None, "upstream:dra-test-driver")
+    core = SimpleNamespace(api_client=None, read_namespaced_pod_log=read_log)
+    handle = VendorDaemonSetHandle(spec, SimpleNamespace(core=core), SimpleNamespace(name="n"), None, 1)
+    assert handle.log_tail() == "(no pod seen)"
+    handle.last_pod = "dc-dra-test-driver-x"
+    assert handle.log_tail(5) == (
+        "(no output yet; the previous container's log:)\n"
+        'E1124 "command failed" err="listen unix .../dra.sock: bind: no such file"\n'
+    )
+    assert calls == [
+        ("dc-dra-test-driver-x", "kube-system", 5, False, False),
+        ("dc-dra-test-driver-x", "kube-system", 5, True, False),
+    ]
+    logs[False] = b"I1124 Waiting for signal.\n"
+    assert handle.log_tail() == "I1124 Waiting for signal.\n"  # text, not "b'...'"
+    logs[False] = b""
+    del logs[True]
+    assert handle.log_tail() == "(no output yet)"
