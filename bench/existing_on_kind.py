@@ -3,14 +3,16 @@ the node agent, "tested against a kind cluster used as existing").
 
 It brings up a kind cluster with the kind provider (a private dockerd where no engine answers), loads the node
 agent's image into it as a user would (`kind load image-archive`), optionally deploys upstream's sample device
-plugin as the vendor's DaemonSet (`--sample-device-plugin`), then runs
+plugin (`--sample-device-plugin`) or DRA test driver (`--dra-test-driver`, with its ServiceAccount and RBAC) as the
+vendor's DaemonSet, then runs
 
     pytest <args> --provider existing --kubeconfig K --allow-node-disruption <the node>
 
 in a subprocess, and deletes everything it made (cluster, engine) at the end, also after Ctrl-C or SIGTERM.
 The pytest session itself removes its node agents. Needs root (the private dockerd).
 
-    .venv/bin/python bench/existing_on_kind.py [--sample-device-plugin] [--no-allow] -- suites -m smoke
+    .venv/bin/python bench/existing_on_kind.py [--sample-device-plugin | --dra-test-driver] [--no-allow] \
+        -- suites -m smoke
 """
 
 from __future__ import annotations
@@ -23,8 +25,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
 from device_conformance.dockercli import Docker
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 from device_conformance.kube.client import Kube
@@ -34,7 +34,6 @@ from device_conformance.providers.kind.provider import KindProvider
 from device_conformance.toolchain.cache import cache_root
 
 ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ("kube-system", "dc-sample-device-plugin")
 
 
 def log(message: str) -> None:
@@ -45,34 +44,41 @@ def _interrupt(*_: object) -> None:
     raise KeyboardInterrupt
 
 
-def deploy_sample_device_plugin(provider: KindProvider, cluster: str, kubeconfig: Path, version: KubeVersion) -> str:
-    """Upstream's sample device plugin as the DaemonSet kube-system/dc-sample-device-plugin (the vendor's
-    own deployment, as far as the suite is concerned)."""
-    from kubernetes import client
-
-    from device_conformance.certify.upstream import build_sample_device_plugin
+def deploy_upstream_subject(
+    short_name: str, provider: KindProvider, cluster: str, kubeconfig: Path, version: KubeVersion
+) -> str:
+    """Upstream's sample device plugin or DRA test driver as the repository's manifest (the DaemonSet, and the
+    driver's ServiceAccount and ClusterRole(Binding)): the vendor's own deployment, as far as the suite is
+    concerned. Returns its NAMESPACE/NAME. The cluster's deletion takes it along."""
+    from device_conformance.certify.upstream import build_dra_test_driver, build_sample_device_plugin
     from device_conformance.toolchain.images.build import subject_image
+    from device_conformance.vendor_handles import apply_manifest, manifest_objects
+    from device_conformance.vendor_spec import UPSTREAM_DAEMONSETS
 
-    binary = build_sample_device_plugin(version, log)
+    build = build_sample_device_plugin if short_name == "sample-device-plugin" else build_dra_test_driver
+    binary = build(version, log)
     image = subject_image(
-        binary, f"device-conformance.local/sample-device-plugin:v{version}", cache_root() / "images" / "subjects"
+        binary, f"device-conformance.local/{short_name}:v{version}", cache_root() / "images" / "subjects"
     )
     assert provider.cli is not None
     provider.cli.load_image_archive(cluster, image.tarball)
-    manifest = ROOT / "src/device_conformance/vendor_manifests/sample-device-plugin.yaml"
-    body = yaml.safe_load(manifest.read_text().replace("{image}", image.name))
+    manifest = ROOT / f"src/device_conformance/vendor_manifests/{short_name}.yaml"
     kube = Kube.from_kubeconfig(kubeconfig)
     try:
-        client.AppsV1Api(kube.api_client).create_namespaced_daemon_set(body["metadata"]["namespace"], body)
+        for applied in apply_manifest(kube.api_client, manifest_objects(manifest.read_text(), image.name)):
+            log(f"applied {applied}")
     finally:
         kube.close()
-    return "/".join(SAMPLE)
+    return "/".join(UPSTREAM_DAEMONSETS[short_name])
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--k8s-version", default=str(DEFAULT_K8S_VERSION))
     parser.add_argument("--sample-device-plugin", action="store_true", help="deploy upstream's sample device plugin")
+    parser.add_argument(
+        "--dra-test-driver", action="store_true", help="deploy upstream's DRA test driver's kubelet plugin"
+    )
     parser.add_argument("--kind-profile", default=None, help="kind-configs/ profile (default single-node)")
     parser.add_argument(
         "--node",
@@ -111,8 +117,11 @@ def main() -> int:
         provider.cli.load_image_archive(cluster, agent.tarball)
         extra = []
         if args.sample_device_plugin:
-            daemonset = deploy_sample_device_plugin(provider, cluster, handle.kubeconfig, version)
+            daemonset = deploy_upstream_subject("sample-device-plugin", provider, cluster, handle.kubeconfig, version)
             extra = ["--vendor-device-plugin", "example.com/resource", "--vendor-daemonset", daemonset]
+        elif args.dra_test_driver:
+            daemonset = deploy_upstream_subject("dra-test-driver", provider, cluster, handle.kubeconfig, version)
+            extra = ["--vendor-dra-driver", "test-driver.cdi.k8s.io", "--vendor-daemonset", daemonset]
         allow = [] if args.no_allow else ["--allow-node-disruption", node]
         argv = [
             sys.executable, "-m", "pytest", *args.pytest_args, "-p", "no:cacheprovider",

@@ -145,10 +145,10 @@ KNOBS: dict[str, Knob] = {
             "vendor_daemonset",
             "--vendor-daemonset",
             "VENDOR_DAEMONSET",
-            "--provider kind or existing: the vendor's subject is this DaemonSet (NAMESPACE/NAME), already deployed; "
-            "restarted by deleting its pod, stopped by a node label its pods must not match, SIGKILLed through the "
-            "node; or upstream:sample-device-plugin (kind: the suite deploys and removes it). Instead of "
-            "--vendor-command",
+            "--provider kind or existing: the vendor's device plugin or DRA kubelet plugin is this DaemonSet "
+            "(NAMESPACE/NAME), already deployed; restarted by deleting its pod, stopped by a node label its pods must "
+            "not match, SIGKILLed through the node; or upstream:sample-device-plugin / upstream:dra-test-driver "
+            "(kind: the suite deploys and removes it). Instead of --vendor-command",
         ),
         Knob(
             "allow_node_disruption",

@@ -139,7 +139,8 @@ def has_stop_term(affinity: Mapping | None) -> bool:
 
 
 class VendorDaemonSetHandle:
-    """A vendor's device plugin deployed as a DaemonSet, on one node, with the verbs of VendorHandle:
+    """A vendor's device plugin or DRA kubelet plugin deployed as a DaemonSet, on one node, with the verbs of
+    VendorHandle (`resource_name` / `driver_name`: the name it registers):
 
     - running: the DaemonSet's pod on the node is Ready;
     - restart(): delete that pod, wait for its replacement Ready (the DaemonSet controller makes it);
@@ -172,6 +173,10 @@ class VendorDaemonSetHandle:
 
     @property
     def resource_name(self) -> str:
+        return self.spec.name
+
+    @property
+    def driver_name(self) -> str:
         return self.spec.name
 
     @property
@@ -219,6 +224,7 @@ class VendorDaemonSetHandle:
             pod = pods[0]
             if other_than is not None and pod.metadata.uid == other_than:
                 return Pending(f"still the old pod {pod.metadata.name}")
+            self.last_pod = pod.metadata.name  # whose log report() shows, Ready or not
             if without_term and has_stop_term(self._pod_affinity(pod)):
                 return Pending(f"pod {pod.metadata.name} still has the stop term (rolling update)")
             ready = any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
@@ -377,17 +383,98 @@ class VendorDaemonSetHandle:
         self.starts += 1
 
     def log_tail(self, lines: int = 30) -> str:
+        """The last `lines` of the pod's log; when its container has no output yet (it crashed and was
+        restarted: a crash loop without a readiness probe looks Ready in between), the previous container's."""
         if self.last_pod is None:
             return "(no pod seen)"
         try:
-            return self.kube.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
-                self.last_pod, self.namespace, tail_lines=lines
-            )
+            text = self._log(lines, previous=False)
         except Exception as exc:  # the pod may be gone: say so in the report
             return f"(log of {self.last_pod} unreadable: {exc})"
+        if text.strip():
+            return text
+        try:
+            return f"(no output yet; the previous container's log:)\n{self._log(lines, previous=True)}"
+        except Exception:  # no previous container: it has just not written anything
+            return "(no output yet)"
+
+    def _log(self, lines: int, *, previous: bool) -> str:
+        # Read raw: the client turns a body that is not JSON into str(bytes) ("b'...'") otherwise.
+        answer = self.kube.core.read_namespaced_pod_log(  # type: ignore[attr-defined]
+            self.last_pod, self.namespace, tail_lines=lines, previous=previous, _preload_content=False
+        )
+        return answer.data.decode(errors="replace")
 
     def report(self) -> str:
         return (
             f"DaemonSet: {self.namespace}/{self.ds_name}\nstarts: {self.starts}\nactions: {'; '.join(self.events)}\n"
             f"--- log of {self.last_pod} (last 80 lines) ---\n{self.log_tail(80)}"
         )
+
+
+# -- an upstream subject's manifest (--vendor-daemonset upstream:<name>) ---------------------------------
+# The kinds a manifest in vendor_manifests/ may hold, in the order they are applied (deleted in reverse):
+# kind -> (API attribute of Kube's client, create / replace / delete method stem, namespaced).
+MANIFEST_KINDS: dict[str, tuple[str, str, bool]] = {
+    "ServiceAccount": ("CoreV1Api", "service_account", True),
+    "ClusterRole": ("RbacAuthorizationV1Api", "cluster_role", False),
+    "ClusterRoleBinding": ("RbacAuthorizationV1Api", "cluster_role_binding", False),
+    "DaemonSet": ("AppsV1Api", "daemon_set", True),
+}
+
+
+def manifest_objects(text: str, image: str) -> list[dict]:
+    """The objects of a vendor_manifests/ file with `{image}` filled in, in the order MANIFEST_KINDS applies them;
+    a kind it does not know is an error of the repository (ValueError)."""
+    import yaml
+
+    objects = [o for o in yaml.safe_load_all(text.replace("{image}", image)) if o]
+    unknown = [o.get("kind") for o in objects if o.get("kind") not in MANIFEST_KINDS]
+    if unknown:
+        raise ValueError(f"vendor manifest holds kinds {unknown}; known: {list(MANIFEST_KINDS)}")
+    order = list(MANIFEST_KINDS)
+    return sorted(objects, key=lambda o: order.index(o["kind"]))
+
+
+def _manifest_call(api_client: object, body: dict, verb: str) -> tuple[Callable, list[str]]:
+    from kubernetes import client
+
+    api_name, stem, namespaced = MANIFEST_KINDS[body["kind"]]
+    api = getattr(client, api_name)(api_client)
+    metadata = body["metadata"]
+    if namespaced:
+        return getattr(api, f"{verb}_namespaced_{stem}"), [metadata["namespace"]]
+    return getattr(api, f"{verb}_{stem}"), []
+
+
+def apply_manifest(api_client: object, objects: list[dict]) -> list[str]:
+    """Create each object (replace one left by a run killed before its teardown: ours, the name says so);
+    returns "Kind namespace/name" of each, for the log."""
+    from kubernetes.client.exceptions import ApiException
+
+    done = []
+    for body in objects:
+        create, where = _manifest_call(api_client, body, "create")
+        try:
+            create(*where, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            replace, where = _manifest_call(api_client, body, "replace")
+            replace(body["metadata"]["name"], *where, body)
+        done.append(f"{body['kind']} {'/'.join([*where, body['metadata']['name']])}")
+    return done
+
+
+def delete_manifest(api_client: object, objects: list[dict]) -> None:
+    """Delete the objects in reverse order (the DaemonSet first, foreground: its pods with it); one already gone
+    is no error."""
+    from kubernetes.client.exceptions import ApiException
+
+    for body in reversed(objects):
+        delete, where = _manifest_call(api_client, body, "delete")
+        try:
+            delete(body["metadata"]["name"], *where, propagation_policy="Foreground")
+        except ApiException as exc:
+            if exc.status != 404:
+                raise

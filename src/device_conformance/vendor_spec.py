@@ -68,6 +68,8 @@ UPSTREAM_COMMANDS: dict[str, str] = {
 # namespace and name it gives them (manifests in vendor_manifests/).
 UPSTREAM_DAEMONSETS: dict[str, tuple[str, str]] = {
     "sample-device-plugin": ("kube-system", "dc-sample-device-plugin"),
+    # with its ServiceAccount and ClusterRole(Binding) for ResourceSlices (vendor_manifests/dra-test-driver.yaml)
+    "dra-test-driver": ("kube-system", "dc-dra-test-driver"),
 }
 # A Kubernetes namespace or DaemonSet name: a DNS label (namespace) / subdomain (object name).
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -183,17 +185,7 @@ def parse(
             f"{', '.join('{' + p + '}' for p in PLACEHOLDERS)}), or e.g. --vendor-command {example}; on kind: "
             "--vendor-daemonset NAMESPACE/NAME (the subject deployed as a DaemonSet)",
         )
-    if kind == DEVICE_PLUGIN and (not _QUALIFIED.match(name) or name.split("/")[0].endswith("kubernetes.io")):
-        raise BadInput(
-            f"--vendor-device-plugin {name!r} is not an extended resource name",
-            "give the resource the plugin registers, as <domain>/<name> outside kubernetes.io, e.g. vendor.com/gpu",
-        )
-    if kind == DRA_DRIVER and (not _DNS_SUBDOMAIN.match(name) or len(name) > 63):
-        raise BadInput(
-            f"--vendor-dra-driver {name!r} is not a DRA driver name (a lower-case DNS subdomain of at most 63 "
-            "characters)",
-            "give the driver name the driver registers and publishes ResourceSlices for, e.g. gpu.vendor.com",
-        )
+    _check_name(kind, name)
     spec = VendorSpec(kind, name, command, option)
     upstream = spec.upstream
     if upstream is not None:
@@ -215,6 +207,21 @@ def parse(
     else:
         placeholders_of(command)
     return spec
+
+
+def _check_name(kind: str, name: str) -> None:
+    """BadInput unless `name` is what a subject of `kind` can register."""
+    if kind == DEVICE_PLUGIN and (not _QUALIFIED.match(name) or name.split("/")[0].endswith("kubernetes.io")):
+        raise BadInput(
+            f"--vendor-device-plugin {name!r} is not an extended resource name",
+            "give the resource the plugin registers, as <domain>/<name> outside kubernetes.io, e.g. vendor.com/gpu",
+        )
+    if kind == DRA_DRIVER and (not _DNS_SUBDOMAIN.match(name) or len(name) > 63):
+        raise BadInput(
+            f"--vendor-dra-driver {name!r} is not a DRA driver name (a lower-case DNS subdomain of at most 63 "
+            "characters)",
+            "give the driver name the driver registers and publishes ResourceSlices for, e.g. gpu.vendor.com",
+        )
 
 
 def _daemonset_spec(kind: str, name: str, option: str, daemonset: str) -> VendorSpec:
@@ -241,17 +248,7 @@ def _daemonset_spec(kind: str, name: str, option: str, daemonset: str) -> Vendor
             f"--vendor-daemonset {daemonset!r} is not NAMESPACE/NAME of a DaemonSet",
             "give the namespace and name of the subject's DaemonSet, e.g. --vendor-daemonset kube-system/gpu-plugin",
         )
-    if kind == DEVICE_PLUGIN and (not _QUALIFIED.match(name) or name.split("/")[0].endswith("kubernetes.io")):
-        raise BadInput(
-            f"--vendor-device-plugin {name!r} is not an extended resource name",
-            "give the resource the plugin registers, as <domain>/<name> outside kubernetes.io, e.g. vendor.com/gpu",
-        )
-    if kind == DRA_DRIVER:
-        raise BadInput(
-            f"--vendor-daemonset with --vendor-dra-driver {name!r}: a DRA driver as a DaemonSet is not built yet "
-            "(issue 12, part 2: this slice is the device plugin)",
-            "run the DRA driver with --provider local --vendor-command ...",
-        )
+    _check_name(kind, name)
     return VendorSpec(kind, name, "", option, daemonset)
 
 

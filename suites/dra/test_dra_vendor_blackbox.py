@@ -11,10 +11,10 @@ directory as the runtime resolves them.
 """
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
+from device_conformance.fixtures.vendor import cdi_specs
 
 from device_conformance import timeouts
 from device_conformance.certify import cdi
@@ -69,13 +69,13 @@ def _listed(pod):
     }
 
 
-def _cdi_env(node, qualified):
-    """The env edits of CDI device `qualified` (vendor.com/class=name) in the node's CDI specs: spec-level and
-    device-level, as the runtime applies them."""
+def _cdi_env(specs, qualified):
+    """The env edits of CDI device `qualified` (vendor.com/class=name) in the node's CDI specs (`specs`: a copy
+    of them, fixtures/vendor.py cdi_specs): spec-level and device-level, as the runtime applies them."""
     env = []
-    host_dir = Path(node.host_path(CDI_DIR))
-    files = cdi.resolve(host_dir, qualified)
-    assert len(files) == 1, f"CDI device {qualified} is defined in {len(files)} spec file(s) of {CDI_DIR}: {files}"
+    files = cdi.resolve(specs, qualified)
+    names = [f.name for f in files]
+    assert len(files) == 1, f"CDI device {qualified} is defined in {len(files)} spec file(s) of {CDI_DIR}: {names}"
     text = files[0].read_text()
     spec = json.loads(text) if files[0].suffix == ".json" else yaml.safe_load(text)
     env += (spec.get("containerEdits") or {}).get("env") or []
@@ -104,7 +104,7 @@ def running_claim_pod(dra_objects, driver, prefix="blackbox"):
 )
 @pytest.mark.scenario("DRA-E1", "DRA-E12")
 def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
-    node, kubelet_counts, dra_objects, subject_driver, request
+    node, kubelet_counts, dra_objects, subject_driver, request, tmp_path
 ):
     """A pod with a claim runs after exactly one NodePrepareResources; podresources lists the claim with exactly
     the allocated device; the environment of every CDI device it lists reaches the container; deleting the pod
@@ -124,15 +124,17 @@ def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
     cdi_ids = [cdi_id for entry in listed[claim] for cdi_id in entry[3]]
     request.node.user_properties.append(("cdi_devices", cdi_ids))
     seen = _seen_env(pod)
+    specs = cdi_specs(node, tmp_path / "cdi")
     for cdi_id in cdi_ids:
-        missing = [line for line in _cdi_env(node, cdi_id) if line not in seen]
+        missing = [line for line in _cdi_env(specs, cdi_id) if line not in seen]
         assert not missing, f"the container lacks {missing} of CDI device {cdi_id}; it sees {sorted(seen)}"
 
     pod.delete()
     pod.wait_gone()
     _wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
     pod.wait_claim_gone(claim)
-    left = [cdi_id for cdi_id in cdi_ids if cdi.resolve(Path(node.host_path(CDI_DIR)), cdi_id)]
+    specs = cdi_specs(node, tmp_path / "cdi")
+    left = [cdi_id for cdi_id in cdi_ids if cdi.resolve(specs, cdi_id)]
     assert not left, f"CDI devices {left} are still defined in {CDI_DIR} after NodeUnprepareResources"
 
 

@@ -325,6 +325,30 @@ ROWS: list[Row] = [
         exit_code=4,
     ),
     Row(
+        "`--vendor-daemonset upstream:dra-test-driver` under another driver name",
+        [
+            PYTEST,
+            *SUITE,
+            "--provider",
+            "kind",
+            "--vendor-dra-driver",
+            "gpu.vendor.com",
+            "--vendor-daemonset",
+            "upstream:dra-test-driver",
+        ],
+        message="--vendor-dra-driver 'gpu.vendor.com' is not what upstream:dra-test-driver registers "
+        "(dra-driver 'test-driver.cdi.k8s.io')",
+        fix="fix: pass --vendor-dra-driver test-driver.cdi.k8s.io",
+        exit_code=4,
+    ),
+    Row(
+        "`--vendor-dra-driver` with `--vendor-daemonset` not a driver name",
+        [PYTEST, *SUITE, "--provider", "kind", "--vendor-dra-driver", "GPU", "--vendor-daemonset", "gpu/plugin"],
+        message="--vendor-dra-driver 'GPU' is not a DRA driver name (a lower-case DNS subdomain",
+        fix="fix: give the driver name the driver registers and publishes ResourceSlices for",
+        exit_code=4,
+    ),
+    Row(
         "malformed `K8S_VERSION` (no patch)",
         [PYTEST, *SUITE],
         env={"K8S_VERSION": "1.37"},

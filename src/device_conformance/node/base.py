@@ -101,6 +101,14 @@ class NodeControl:
         found = self.transport.run(["find", str(node_dir), "-maxdepth", "1", "-type", "s"], check=False)
         return sorted(PurePosixPath(line).name for line in found.decode(errors="replace").split())
 
+    def list_files(self, node_dir: str | Path) -> list[str]:
+        """Names of the regular files in a node directory (empty when it does not exist)."""
+        mapped = self._mapped(node_dir)
+        if mapped is not None:
+            return sorted(e.name for e in mapped.iterdir() if e.is_file()) if mapped.is_dir() else []
+        found = self.transport.run(["find", str(node_dir), "-maxdepth", "1", "-type", "f"], check=False)
+        return sorted(PurePosixPath(line).name for line in found.decode(errors="replace").split())
+
     def _mapped(self, node_path: str | Path) -> Path | None:
         path = PurePosixPath(node_path)
         for node_dir, host_dir in sorted(self.transport.mounts.items(), key=lambda item: -len(item[0].parts)):
