@@ -46,8 +46,8 @@ def test_a_process_that_has_the_pid_now_is_left_alone():
 
 
 def test_killing_a_fake_that_already_ended_touches_nobody(tmp_path, monkeypatch):
-    fake = FakeProcess(["true"], tmp_path / "fake.log")
-    fake.spawn(lambda: True, "true to start", 5)
+    fake = FakeProcess(["sleep", "0.2"], tmp_path / "fake.log")
+    fake.spawn(lambda: True, "sleep to start", 5)
     fake._proc.wait()  # it ended and was reaped: its pid may be someone else's
     new_owner = subprocess.Popen(["sleep", "60"], start_new_session=True)
     monkeypatch.setattr(fake._proc, "pid", new_owner.pid)  # the pid reused by another session leader
