@@ -15,6 +15,7 @@ from device_conformance.expectations.deviceplugin import (
     ENDPOINT_STOP_GRACE_SECONDS,
     EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG,
     EXPIRED_ENDPOINT_OUT_OF_SYNC_MESSAGE,
+    LISTANDWATCH_ENDED_MESSAGE,
 )
 from device_conformance.fakes.device_plugin import DevicePluginHandle
 from device_conformance.handles import NodeResource
@@ -191,6 +192,17 @@ def test_plugin_returning_after_expiry_gets_all_devices_back(cluster, scenarios,
     _drops_after_grace(scenario, during=(2, 0))
     # GetCapacity logs the line in the call that drops the counts, before node status shows 0/0.
     log = cluster.nodes[0].kubelet.log_since(scenario.log_mark)
+    # The window must hold what the kubelet logged when this plugin was killed, else "no out-of-sync line"
+    # would also pass on a log read that came back empty.
+    ended = [
+        line
+        for line in log.splitlines()
+        if LISTANDWATCH_ENDED_MESSAGE in line and f'resource="{scenario.resource}"' in line
+    ]
+    assert len(ended) == 1, (
+        f"the kubelet log since the plugin was killed ({len(log.splitlines())} lines) has {len(ended)} lines "
+        f"'{LISTANDWATCH_ENDED_MESSAGE}' for {scenario.resource}, expected exactly 1: {ended}"
+    )
     with shows_known_bug(EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG):
         out_of_sync = [line for line in log.splitlines() if EXPIRED_ENDPOINT_OUT_OF_SYNC_MESSAGE in line]
         assert out_of_sync == [], f"the endpoints' expiry logged {len(out_of_sync)}x: {out_of_sync[0]}"

@@ -122,6 +122,14 @@ EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG = KnownBug(
 # The part of that log line both wordings share (InfoS or ErrorS: logged at the default verbosity).
 EXPIRED_ENDPOINT_OUT_OF_SYNC_MESSAGE = "unhealthyDevices and endpoints"
 
+# What the kubelet logs, once per plugin, when a plugin's ListAndWatch stream breaks (its process killed):
+# client.Run in pkg/kubelet/cm/devicemanager/plugin/v1beta1/client.go logs it with the key resource="<name>"
+# at error level (any verbosity) and returns, so a plugin killed once gives exactly one such line. The same
+# message in module source v1.28.15 to v1.37.2. A test that reads the kubelet log for a line that must NOT be
+# there first finds this one in the same window, so a log read that came back empty (a journal on a node,
+# the wrong unit or window) fails instead of passing.
+LISTANDWATCH_ENDED_MESSAGE = "ListAndWatch ended unexpectedly for device plugin"
+
 # A kubelet starting without kubelet_internal_checkpoint (a recreated node) should zero the node's
 # extended resources until their plugins register (PR #77699, 1.15). ListCheckpoints lists every file in
 # the device-plugins directory, kubelet.sock included, so the reset never happens (#126943, open; fix
