@@ -21,6 +21,8 @@ ADMITTED = deviceplugin.ADMITTED_WITHOUT_DEVICES
 REJECTED = deviceplugin.REJECTED_UNTIL_REGISTERED
 REPLACED = deviceplugin.REGISTRATION_REPLACES_THE_CONNECTION
 REFUSED = deviceplugin.REGISTRATION_REFUSED_ALREADY_CONNECTED
+OMITS = deviceplugin.PODRESOURCES_OMITS_SIDECARS
+LISTS = deviceplugin.PODRESOURCES_LISTS_SIDECARS
 
 # Every release with a row below, oldest first: the three older ones, then the matrix.
 RELEASES = (*OLDER_VERSIONS, *MATRIX_VERSIONS)
@@ -28,11 +30,13 @@ RELEASES = (*OLDER_VERSIONS, *MATRIX_VERSIONS)
 # Behaviour per release (1.28.15, 1.29.15, 1.30.14, then the matrix): the pre-1.20 checkpoint (recovered by the v1
 # reader of #102882 until 1.30, no v1 reader from 1.31.0, #123398), the checkpoint with a wrong checksum (state lost
 # on every release), a Register on a socket the kubelet is connected to (replaced before 1.37, read back to module
-# source v1.28.15; refused from 1.37.0, #135437).
+# source v1.28.15; refused from 1.37.0, #135437), a podresources entry of a pod with a sidecar (the sidecar
+# is missing before 1.30, listed from 1.30.0, #120718).
 BEHAVIOURS = {
     deviceplugin.V1_CHECKPOINT_ON_RESTART.name: [REJECTED] * 3 + [ADMITTED] * 7,
     deviceplugin.CORRUPT_CHECKPOINT_ON_RESTART.name: [ADMITTED] * 10,
     deviceplugin.REGISTER_ON_A_CONNECTED_SOCKET.name: [REPLACED] * 9 + [REFUSED],
+    deviceplugin.PODRESOURCES_SIDECAR_ENTRY.name: [OMITS] * 2 + [LISTS] * 8,
 }
 
 DRA = {"DynamicResourceAllocation": True}

@@ -193,6 +193,24 @@ REGISTER_ON_A_CONNECTED_SOCKET = Behaviour(
     ),
 )
 
+# What podresources (List and Get) reports for a pod with a sidecar, a restartable init container (SidecarContainers:
+# alpha and off in 1.28, beta and on from 1.29, GA in 1.33). Module source v1.28.15 and v1.29.15
+# (pkg/kubelet/apis/podresources/server_v1.go List and Get) build the entry from pod.Spec.Containers alone, so the
+# sidecar and the devices it holds are missing. PR #120718 adds the restartable init containers when the gate is on:
+# CHANGELOG-1.30 v1.30.0 ("Node podresources API now includes init containers with containerRestartPolicy of
+# `Always` when `SidecarContainers` feature is enabled"), in module source v1.30.14, v1.31.4 and (without the gate
+# check, GA) v1.33.13 and v1.37.1; CHANGELOG-1.29 lists no cherry-pick. Seen on 2026-11-24: 1.29.15 listed
+# {'main': ['dev-1']} for a pod whose sidecar held dev-0; 1.30.14 listed both.
+PODRESOURCES_OMITS_SIDECARS = "omits-sidecars"
+PODRESOURCES_LISTS_SIDECARS = "lists-sidecars"
+PODRESOURCES_SIDECAR_ENTRY = Behaviour(
+    "podresources entry of a pod with a sidecar container",
+    (
+        Since("1.28.0", PODRESOURCES_OMITS_SIDECARS, "podresources/server_v1.go lists pod.Spec.Containers only"),
+        Since("1.30.0", PODRESOURCES_LISTS_SIDECARS, "kubernetes#120718"),
+    ),
+)
+
 # A device's health change makes the device manager push the pod holding it to the sync loop, so that the pod's
 # allocatedResourcesStatus shows it at once (KEP-4680, ResourceHealthStatus). podDevices.getPodAndContainerForDevice
 # matched the device ID alone across every resource, so with another plugin's device of the same ID allocated to
