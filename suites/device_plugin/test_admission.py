@@ -161,6 +161,7 @@ def test_each_field_of_the_allocate_response_reaches_the_container(node, pod_fac
     )
 
 
+@pytest.mark.since("1.29", "sidecar containers (SidecarContainers, beta and on by default; alpha, off, in 1.28)")
 @pytest.mark.scenario("DP10")
 def test_init_container_device_is_reused_by_the_sidecar_not_the_app(pod_factory, registered_plugin, kube_version):
     """Init, sidecar (restartable init) and app container each ask for 1 of 2 devices: one Allocate per
