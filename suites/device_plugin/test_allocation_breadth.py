@@ -69,6 +69,7 @@ def test_each_app_container_gets_its_own_devices_of_each_resource(pod_factory, r
     assert not problems, "containers do not hold exactly their own devices:\n" + "\n".join(problems)
 
 
+@pytest.mark.since("1.29", "sidecar containers (SidecarContainers, beta and on by default; alpha, off, in 1.28)")
 @pytest.mark.scenario("DM-U5")
 def test_init_devices_are_reused_by_app_containers_but_sidecar_devices_are_not(pod_factory, register_plugin):
     """Init container asks for 2 of 3 devices, then a sidecar and the app container for 1 each: both

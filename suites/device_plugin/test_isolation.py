@@ -39,6 +39,7 @@ def _seen(node, pod) -> dict[str, str]:
     return seen
 
 
+@pytest.mark.since("1.29", "CDI devices in Allocate responses (DevicePluginCDIDevices, beta and on by default)")
 @pytest.mark.scenario("DP1")
 def test_pod_without_a_device_request_sees_no_device(node, pod_factory, register_plugin, node_tmp_path):
     """A plugin whose Allocate answer uses every field (env, mount, device node, CDI device, annotation);

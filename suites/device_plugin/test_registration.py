@@ -153,7 +153,7 @@ def test_second_registration_on_the_same_socket_is_refused_and_a_survivor_serves
     allocations(first, 1)  # nothing more for the stopped first instance
 
 
-@pytest.mark.since("1.31", "Register on a connected socket, read from module source v1.31.0 on")
+@pytest.mark.since("1.28", "Register on a connected socket, read from module source v1.28.15 on")
 @pytest.mark.scenario("DM-U8")
 @pytest.mark.known_bug(REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT)
 def test_late_disconnect_of_a_reused_socket_frees_the_socket(

@@ -41,6 +41,7 @@ def cdi_device(node, request):
     node.delete_file(path)
 
 
+@pytest.mark.since("1.29", "CDI devices in Allocate responses (DevicePluginCDIDevices, beta and on by default)")
 @pytest.mark.scenario("DP2")
 def test_cdi_device_edits_reach_the_container(pod_factory, register_plugin, cdi_device):
     """A device plugin answers Allocate with only a CDI device name; the env comes from the spec file."""

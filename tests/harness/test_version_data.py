@@ -542,3 +542,30 @@ def test_every_known_bug_on_every_matrix_release(bug):
 
 def test_the_matrix_table_names_every_bug_once():
     assert sorted(MATRIX_TABLE) == sorted(bug.issue for bug in bugtable.KNOWN_BUGS)
+
+
+# The same on the older releases the device-plugin and smoke suites run on (versions.OLDER_VERSIONS: 1.28.15,
+# 1.29.15, 1.30.14), for the kubelet bugs that can reach them; every other bug came with a feature of a later
+# minor (DRA from 1.32 here, device taints 1.33, KEP-4680 device health 1.31, ...) and is F F F.
+OLDER_AFFECTED = {
+    "kubernetes#127803": "TTT",  # per-resource-name endpoints since 1.10, fixed 1.37.0
+    "kubernetes#126341": "FFF",  # cherry-picked to 1.28.14, 1.29.9 and 1.30.5: each older release has the fix
+    "kubernetes#133702": "TTT",  # the two GetCapacity loops since 1.20 ("are out of sync" in v1.28.15), fixed 1.35.0
+    "kubernetes#126943": "TTT",  # unfixed
+    "kubernetes#116125": "TTT",  # unfixed
+    "kubernetes#119423": "TTT",  # List of ended pods, to 1.34.0, no cherry-pick
+    "kubernetes#126707": "TTT",  # from 1.28.0 (#118635), no cherry-pick below 1.34
+    "kubernetes#135485": "TTT",  # Get of an ended pod from 1.27.0 (gate off before 1.34: the test skips)
+}
+
+
+@pytest.mark.parametrize("bug", bugtable.KNOWN_BUGS, ids=lambda bug: bug.issue)
+def test_every_known_bug_on_every_older_release(bug):
+    from device_conformance.expectations.versions import OLDER_VERSIONS
+
+    seen = "".join("T" if bug.affects(release) else "F" for release in OLDER_VERSIONS)
+    assert seen == OLDER_AFFECTED.get(bug.issue, "FFF"), [str(release) for release in OLDER_VERSIONS]
+
+
+def test_the_older_table_names_only_known_bugs():
+    assert set(OLDER_AFFECTED) <= {bug.issue for bug in bugtable.KNOWN_BUGS}

@@ -43,6 +43,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     deviceplugin.V1_CHECKPOINT_ON_RESTART,
     deviceplugin.CORRUPT_CHECKPOINT_ON_RESTART,
     deviceplugin.REGISTER_ON_A_CONNECTED_SOCKET,
+    deviceplugin.PODRESOURCES_SIDECAR_ENTRY,
 )
 
 # `device-conformance reproduce` runs on this project's machines (local provider): the bug's tests xfailed in

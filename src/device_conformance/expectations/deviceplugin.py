@@ -187,14 +187,35 @@ REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT = KnownBug(
 # registerClient; client.go Connect; manager.go PluginConnected): the new client replaces s.clients[resourceName]
 # and the Register succeeds (GetDevicePluginOptions, then the ListAndWatch stream). From v1.37.0 (PR #135437, per-socket
 # clients; manager.go PluginConnected in module source v1.37.0 and v1.37.1) it is refused with "device plugin
-# already connected: <socket>". Releases before 1.31 were not read.
+# already connected: <socket>". Module source v1.28.15, v1.29.15 and v1.30.14 have the same connectClient and
+# registerClient as v1.31.0 (handler.go differs only in RegisterPlugin's new pluginClientTimeout parameter, 1.30,
+# and client.go in a mutex around Connect's client, 1.29), and CHANGELOG-1.28, -1.29 and -1.30 list no device
+# plugin change in any patch release, so the entry starts at 1.28.0. Releases before 1.28 were not read.
 REGISTRATION_REPLACES_THE_CONNECTION = "replaces-the-connection"
 REGISTRATION_REFUSED_ALREADY_CONNECTED = "refused-already-connected"
 REGISTER_ON_A_CONNECTED_SOCKET = Behaviour(
     "Register on a socket the kubelet is connected to",
     (
-        Since("1.31.0", REGISTRATION_REPLACES_THE_CONNECTION, "plugin/v1beta1/handler.go registerClient"),
+        Since("1.28.0", REGISTRATION_REPLACES_THE_CONNECTION, "plugin/v1beta1/handler.go registerClient"),
         Since("1.37.0", REGISTRATION_REFUSED_ALREADY_CONNECTED, "kubernetes#135437"),
+    ),
+)
+
+# What podresources (List and Get) reports for a pod with a sidecar, a restartable init container (SidecarContainers:
+# alpha and off in 1.28, beta and on from 1.29, GA in 1.33). Module source v1.28.15 and v1.29.15
+# (pkg/kubelet/apis/podresources/server_v1.go List and Get) build the entry from pod.Spec.Containers alone, so the
+# sidecar and the devices it holds are missing. PR #120718 adds the restartable init containers when the gate is on:
+# CHANGELOG-1.30 v1.30.0 ("Node podresources API now includes init containers with containerRestartPolicy of
+# `Always` when `SidecarContainers` feature is enabled"), in module source v1.30.14, v1.31.4 and (without the gate
+# check, GA) v1.33.13 and v1.37.1; CHANGELOG-1.29 lists no cherry-pick. Seen on 2026-11-24: 1.29.15 listed
+# {'main': ['dev-1']} for a pod whose sidecar held dev-0; 1.30.14 listed both.
+PODRESOURCES_OMITS_SIDECARS = "omits-sidecars"
+PODRESOURCES_LISTS_SIDECARS = "lists-sidecars"
+PODRESOURCES_SIDECAR_ENTRY = Behaviour(
+    "podresources entry of a pod with a sidecar container",
+    (
+        Since("1.28.0", PODRESOURCES_OMITS_SIDECARS, "podresources/server_v1.go lists pod.Spec.Containers only"),
+        Since("1.30.0", PODRESOURCES_LISTS_SIDECARS, "kubernetes#120718"),
     ),
 )
 

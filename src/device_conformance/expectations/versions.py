@@ -97,3 +97,16 @@ MATRIX_VERSIONS: tuple[KubeVersion, ...] = (
     PREVIOUS_MINOR_VERSION,
     DEFAULT_K8S_VERSION,
 )
+
+# Below the matrix: the newest patch of 1.28-1.30, each its minor's last release (the proxy answers 403 for
+# k8s.io/kubernetes v1.28.16, v1.29.16 and v1.30.15). k8s.io/kubernetes and every staging module at these versions
+# download, verify against sum.golang.org (GOSUMDB on, go.sum written by the build) and build with go1.26.8
+# (2026-11-24). They run the device-plugin and smoke suites
+# only: every DRA test skips (1.27-1.30 serve only resource.k8s.io/v1alpha2, classic DRA, which the suites'
+# objects do not fit; FIRST_DRA_MINOR) and every taints test (FIRST_DEVICE_TAINTS_MINOR), so they are not in
+# `make matrix`; `device-conformance matrix --versions 1.28.15,1.29.15,1.30.14` runs them (README.md).
+OLDER_VERSIONS: tuple[KubeVersion, ...] = (
+    KubeVersion(1, 28, 15),
+    KubeVersion(1, 29, 15),
+    KubeVersion(1, 30, 14),
+)
