@@ -51,8 +51,8 @@ def deploy_upstream_subject(
     driver's ServiceAccount and ClusterRole(Binding)): the vendor's own deployment, as far as the suite is
     concerned. Returns its NAMESPACE/NAME. The cluster's deletion takes it along."""
     from device_conformance.certify.upstream import build_dra_test_driver, build_sample_device_plugin
+    from device_conformance.kube.manifests import apply_manifest, manifest_objects
     from device_conformance.toolchain.images.build import subject_image
-    from device_conformance.vendor_handles import apply_manifest, manifest_objects
     from device_conformance.vendor_spec import UPSTREAM_DAEMONSETS
 
     build = build_sample_device_plugin if short_name == "sample-device-plugin" else build_dra_test_driver

@@ -13,15 +13,10 @@ from kubernetes.client.exceptions import ApiException
 
 from device_conformance import vendor_handles
 from device_conformance.errors import BadInput
+from device_conformance.kube.manifests import MANIFEST_KINDS, apply_manifest, delete_manifest, manifest_objects
 from device_conformance.node.base import NodeControl
 from device_conformance.settings import resolve
-from device_conformance.vendor_handles import (
-    MANIFEST_KINDS,
-    VendorDaemonSetHandle,
-    apply_manifest,
-    delete_manifest,
-    manifest_objects,
-)
+from device_conformance.vendor_handles import VendorDaemonSetHandle
 from device_conformance.vendor_spec import DRA_DRIVER, UPSTREAM_DAEMONSETS, parse
 
 DRIVER = "test-driver.cdi.k8s.io"
