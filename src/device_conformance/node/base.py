@@ -18,6 +18,9 @@ from device_conformance.node.transport import NodeTransport
 # must never read a half-written checkpoint.
 WRITE_ATOMICALLY = 'cat > "$1.dc-partial" && chmod "$2" "$1.dc-partial" && mv -f "$1.dc-partial" "$1"'
 
+# `find -type` letters and the same test on a directory entry the test host sees (NodeControl._entries).
+_FIND_TYPES = {"s": Path.is_socket, "f": Path.is_file}
+
 
 class NodeControl:
     """Faults and file access on one node. Paths given to methods are as the kubelet sees them."""
@@ -95,18 +98,20 @@ class NodeControl:
 
     def list_sockets(self, node_dir: str | Path) -> list[str]:
         """Names of the Unix sockets in a node directory (empty when it does not exist)."""
-        mapped = self._mapped(node_dir)
-        if mapped is not None:
-            return sorted(e.name for e in mapped.iterdir() if e.is_socket()) if mapped.is_dir() else []
-        found = self.transport.run(["find", str(node_dir), "-maxdepth", "1", "-type", "s"], check=False)
-        return sorted(PurePosixPath(line).name for line in found.decode(errors="replace").split())
+        return self._entries(node_dir, "s")
 
     def list_files(self, node_dir: str | Path) -> list[str]:
         """Names of the regular files in a node directory (empty when it does not exist)."""
+        return self._entries(node_dir, "f")
+
+    def _entries(self, node_dir: str | Path, find_type: str) -> list[str]:
+        """Names of the entries of one `find -type` ("s" or "f") in a node directory, read on the test host
+        where the directory is mounted there, else through the node."""
         mapped = self._mapped(node_dir)
         if mapped is not None:
-            return sorted(e.name for e in mapped.iterdir() if e.is_file()) if mapped.is_dir() else []
-        found = self.transport.run(["find", str(node_dir), "-maxdepth", "1", "-type", "f"], check=False)
+            of_type = _FIND_TYPES[find_type]
+            return sorted(e.name for e in mapped.iterdir() if of_type(e)) if mapped.is_dir() else []
+        found = self.transport.run(["find", str(node_dir), "-maxdepth", "1", "-type", find_type], check=False)
         return sorted(PurePosixPath(line).name for line in found.decode(errors="replace").split())
 
     def _mapped(self, node_path: str | Path) -> Path | None:
