@@ -5,7 +5,6 @@ A renamed or removed suite test would otherwise drop out of CI's kind part witho
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -33,14 +32,6 @@ EXPECTED = {
     "suites/smoke/test_runtime_cdi.py::test_cdi_device_edits_reach_the_container",
     "suites/taints/test_device_taints.py::test_noexecute_taint_in_resourceslice_evicts_the_pod",
 }
-
-
-@pytest.fixture(scope="module")
-def bench_run():
-    spec = importlib.util.spec_from_file_location("bench_run", ROOT / "bench" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def bash_kind_subset(ci_run: Path) -> str:
