@@ -400,29 +400,46 @@ def main() -> None:
         "load_average_at_start": os.getloadavg(),
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    RESULTS.mkdir(exist_ok=True)
+    stem = RESULTS / f"bench-{time.strftime('%Y%m%dT%H%M%S')}"
+    # Written after every part, so a bench stopped half way (they run for an hour) keeps what it measured.
+    save = lambda: write_report(report, stem)  # noqa: E731
     if args.repeats:
         report["bring_up"] = bring_up(version, args.repeats)
+        save()
     if samples:
         report["waits"] = wait_overheads(version, samples)
+        save()
     if not args.skip_suite and workers:
-        report["suite"] = [suite_time(version, int(n), args.marks) for n in workers.split(",")]
+        report["suite"] = []
+        for n in workers.split(","):
+            report["suite"].append(suite_time(version, int(n), args.marks))
+            save()
     if on_kind:
         single: dict[str, list[float]] = {}
         report["kind"] = {"engine": kind_round(version, single, args.kind_repeats), "single": single}
         report["kind"]["node_image"] = node_image_builds(version, args.kind_cold_image)
+        save()
         if not args.skip_suite:
             subset = ci_kind_subset()
-            report["kind"]["suite"] = [
-                suite_time(version, args.kind_workers, "", provider=provider, keyword=subset)
-                for provider in ("local", "kind")
-            ]
+            report["kind"]["suite"] = []
+            for provider in ("local", "kind"):
+                report["kind"]["suite"].append(
+                    suite_time(version, args.kind_workers, "", provider=provider, keyword=subset)
+                )
+                save()
     report["load_average_at_end"] = os.getloadavg()
+    report["complete"] = True
     print_report(report)
-    RESULTS.mkdir(exist_ok=True)
-    stem = RESULTS / f"bench-{time.strftime('%Y%m%dT%H%M%S')}"
+    write_report(report, stem)
+    print(f"wrote {stem}.json and {stem}.png")
+
+
+def write_report(report: dict, stem: Path) -> None:
+    """The JSON and the PNG of what is measured so far; "complete" is set only once every part ran."""
+    report.setdefault("complete", False)
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     plot(report, stem.with_suffix(".png"))
-    print(f"wrote {stem}.json and {stem}.png")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,29 @@
+"""bench/run.py writes its JSON and PNG after every part, so a bench stopped half way keeps its figures."""
+
+from __future__ import annotations
+
+import json
+
+
+def one_suite_run(workers: int) -> dict:
+    return {"provider": "local", "workers": workers, "marks": "", "wall_s": 60.0 * workers, "pytest": "3 passed in 1s"}
+
+
+def test_a_report_written_before_the_end_says_it_is_incomplete(bench_run, tmp_path):
+    report = {"k8s_version": "1.37.1", "host": "2 cores, 23 GiB", "suite": [one_suite_run(1)]}
+    bench_run.write_report(report, tmp_path / "bench-x")
+    written = json.loads((tmp_path / "bench-x.json").read_text())
+    assert written["complete"] is False
+    assert [run["workers"] for run in written["suite"]] == [1]
+    assert (tmp_path / "bench-x.png").stat().st_size > 0
+
+
+def test_the_last_write_replaces_the_partial_one(bench_run, tmp_path):
+    report = {"k8s_version": "1.37.1", "host": "2 cores, 23 GiB", "suite": [one_suite_run(1)]}
+    bench_run.write_report(report, tmp_path / "bench-x")
+    report["suite"].append(one_suite_run(2))
+    report["complete"] = True
+    bench_run.write_report(report, tmp_path / "bench-x")
+    written = json.loads((tmp_path / "bench-x.json").read_text())
+    assert written["complete"] is True
+    assert [run["workers"] for run in written["suite"]] == [1, 2]
