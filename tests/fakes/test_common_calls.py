@@ -113,3 +113,11 @@ def test_claim_record_lists_claims_and_outcome_of_each_call(path):
         (["u3"], "error UNAVAILABLE"),
         (["u1"], "in flight"),
     ]
+
+
+def test_timing_gives_the_utc_start_to_the_millisecond_and_the_duration():
+    # 2026-11-23 18:23:39.202 UTC, the kubelet log's stamp for the same moment.
+    call = Call(seq=4, method="NodeUnprepareResources", started_wall=1795458219.2025, started_mono=100.0)
+    assert call.timing() == "at 18:23:39.202 UTC, in flight"
+    call.ended_mono = 145.0004
+    assert call.timing() == "at 18:23:39.202 UTC, 45.000 s"

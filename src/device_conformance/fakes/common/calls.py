@@ -63,6 +63,13 @@ class Call:
     def summary(self) -> str:
         return f"#{self.seq} {self.method} ({self.outcome()})"
 
+    def timing(self) -> str:
+        """`at 18:23:39.202 UTC, 0.004 s` (or `in flight`): to line a call up with the kubelet's log, which
+        stamps its lines in UTC on our nodes."""
+        at = time.strftime("%H:%M:%S", time.gmtime(self.started_wall)) + f".{int(self.started_wall * 1000) % 1000:03d}"
+        took = "in flight" if self.ended_mono is None else f"{self.ended_mono - self.started_mono:.3f} s"
+        return f"at {at} UTC, {took}"
+
 
 @dataclass(frozen=True)
 class Registration:

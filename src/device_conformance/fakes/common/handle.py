@@ -269,7 +269,7 @@ class FakeHandle(ProcessHandle):
         for c in self.calls(kind=None):
             error = f" error={c.error}" if c.error else ""
             lines.append(
-                f"{c.summary()} pid={c.pid} {c.kind} {c.service} socket={c.socket}"
+                f"{c.summary()} {c.timing()} pid={c.pid} {c.kind} {c.service} socket={c.socket}"
                 f" request={c.request} response={c.response}{error}"
             )
         try:
