@@ -20,9 +20,10 @@ from device_conformance.expectations.dra import (
     FIRST_DRA_MINOR,
     PARTIAL_PREPARE_DUPLICATES_DEVICES,
 )
-from device_conformance.fakes.common.calls import claim_record
+from device_conformance.fakes.common.calls import claim_record, summarize
 from device_conformance.kubelet_state import dra as dra_state
 from device_conformance.podresources import ClaimResource, DynamicResource
+from device_conformance.wait.core import Pending, until
 
 pytestmark = [
     pytest.mark.dra,
@@ -133,29 +134,25 @@ def checkpoint_devices(node, uid):
     }
 
 
-# How many Prepare attempts of the pod the test lets fail waiting for the kubelet to ask driver a before driver b:
-# it walks its batch of drivers in Go map order, so each attempt is either order.
-PARTIAL_FAILURE_ATTEMPTS = 5
+def fail_the_driver_called_second(a, b):
+    """Hold both drivers' Prepare; the one the kubelet calls first answers, the one it calls next fails once.
+    The kubelet walks a pod's drivers one after the other in Go map order, a new order per attempt
+    (pkg/kubelet/cm/dra/manager.go, `for plugin, claims := range batches`), and stops at the first failure: so
+    whichever order it picks, one driver has prepared and the other failed. Returns (answered, failed)."""
 
+    def first_held():
+        held = [d for d in (a, b) if any(c.method == PREPARE for c in d.blocked_calls())]
+        return held[0] if held else Pending(f"a: {summarize(a.calls())}; b: {summarize(b.calls())}")
 
-def fail_b_after_a_answered(a, b, claim):
-    """Hold each of b's Prepare calls; fail the held call once a has answered in the same attempt (the kubelet
-    calls the pod's drivers one after the other and stops at the first failure, so a answered before b was
-    called, or was not called at all). An attempt where b came first fails too, and the next one (at the pod
-    resync) is tried. Returns how many of b's calls failed."""
-    for attempt in range(1, PARTIAL_FAILURE_ATTEMPTS + 1):
-        b.wait_for_blocked(PREPARE, timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
-        a_answered = len(a.calls(PREPARE)) == 1  # a answers every call: attempts that reached it
-        b.fail_prepare("injected prepare failure", times=1)
-        b.unblock(PREPARE)
-        b.wait_for_call(PREPARE, attempt, ok=False)
-        if a_answered:
-            return attempt
-        b.block_prepare()  # b came first: hold the next attempt's call too (it comes at the resync)
-    pytest.fail(
-        f"in {PARTIAL_FAILURE_ATTEMPTS} attempts to prepare claim {claim} the kubelet always called driver b before "
-        f"driver a: the partial failure (a prepared, b failed) never happened; b's calls: {by_call(b.calls(PREPARE))}"
-    )
+    answered = until(first_held, what="the kubelet's first NodePrepareResources", timeout=timeouts.CLAIM_POD_START)
+    failed = b if answered is a else a
+    answered.unblock(PREPARE)
+    answered.wait_for_call(PREPARE, 1, ok=True)
+    failed.wait_for_blocked(PREPARE, timeout=timeouts.CLAIM_POD_START)
+    failed.fail_prepare("injected prepare failure", times=1)
+    failed.unblock(PREPARE)
+    failed.wait_for_call(PREPARE, 1, ok=False)
+    return answered, failed
 
 
 @pytest.mark.slow  # the failed NodePrepareResources is retried at the pod resync, 60-90 s
@@ -168,20 +165,21 @@ def test_prepare_failed_for_one_of_two_drivers_is_retried_without_duplicate_devi
     must replace, not add to, what the kubelet holds (checkpoint, podresources, the container's CDI devices)."""
     a = dra_driver(devices=("a-0",))
     b = dra_driver(devices=("b-0",))
+    a.block_prepare()
     b.block_prepare()
     pair = claim_with_requests(dra_objects, {"first": name_of(a), "second": name_of(b)})
     pod = claims_pod(dra_objects, "partial", {"pair": pair}, {"main": ["pair"]})
-    failures = fail_b_after_a_answered(a, b, pair)
+    answered, failed = fail_the_driver_called_second(a, b)
     pod.wait_running(timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
     uid = allocation(dra_objects, pair)[0]
 
-    assert claim_record(b.calls(PREPARE)) == [([uid], "error UNKNOWN")] * failures + [([uid], "ok")]
+    assert claim_record(failed.calls(PREPARE)) == [([uid], "error UNKNOWN"), ([uid], "ok")]
     # The claim is not prepared until both drivers answered: the retry asks both again.
-    assert claim_record(a.calls(PREPARE)) == [([uid], "ok"), ([uid], "ok")]
-    answered = {d.config.driver_name: d.prepared()[uid]["devices"] for d in (a, b)}
+    assert claim_record(answered.calls(PREPARE)) == [([uid], "ok"), ([uid], "ok")]
+    answers = {d.config.driver_name: d.prepared()[uid]["devices"] for d in (a, b)}
     expected = {
         driver: [(x["pool_name"], x["device_name"], x["request_names"], x["cdi_device_ids"]) for x in devices]
-        for driver, devices in answered.items()
+        for driver, devices in answers.items()
     }
     claim_resources = sorted(
         (
@@ -191,7 +189,8 @@ def test_prepare_failed_for_one_of_two_drivers_is_retried_without_duplicate_devi
         ),
         key=device_key,
     )
-    # Before the fix the first answer of a stays and the retry's is appended: a-0 twice in all three.
+    # Before the fix the first answer of the driver that answered stays and the retry's is appended: its device
+    # twice in all three.
     with shows_known_bug(PARTIAL_PREPARE_DUPLICATES_DEVICES):
         held = checkpoint_devices(node, uid)
         assert held == expected, f"dra_manager_state holds each device once; it holds {held}"
