@@ -7,17 +7,20 @@ from device_conformance.pytest_plugin.workers import auto_workers, available_mem
 
 
 @pytest.mark.parametrize(
-    ("cores", "memory_mib", "expected"),
+    ("cores", "memory_mib", "provider", "expected"),
     [
-        (2, 22 * 1024, 3),  # this machine: cores + 1
-        (16, 64 * 1024, 8),  # capped
-        (8, 5 * 1024, 3),  # memory-bound: (5 - 2) GiB at 1 GiB a worker
-        (2, 2 * 1024, 1),  # nothing to spare still runs one
-        (1, 0, 1),  # MemAvailable unknown
+        (2, 22 * 1024, "local", 8),  # this machine: 4 local clusters a core
+        (1, 22 * 1024, "local", 4),
+        (2, 22 * 1024, "kind", 3),  # kind: cores + 1
+        (16, 64 * 1024, "local", 8),  # capped
+        (16, 64 * 1024, "kind", 8),
+        (8, 5 * 1024, "local", 3),  # memory-bound: (5 - 2) GiB at 1 GiB a worker
+        (2, 2 * 1024, "local", 1),  # nothing to spare still runs one
+        (1, 0, "local", 1),  # MemAvailable unknown
     ],
 )
-def test_workers_from_cores_and_memory(cores, memory_mib, expected):
-    assert workers_for(cores, memory_mib) == expected
+def test_workers_from_cores_and_memory(cores, memory_mib, provider, expected):
+    assert workers_for(cores, memory_mib, provider) == expected
 
 
 def test_e2e_workers_overrides_the_rule():
