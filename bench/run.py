@@ -9,7 +9,8 @@ In one run (README, "Benchmarks"):
    makes, next to when the state itself was there (a watch event; /healthz polled every 10 ms), for
    kubelet restart to healthy, plugin Register to allocatable, pod create to Running and a NoExecute
    taint to the eviction; the ratio is our waits' overhead;
-3. the suite's wall time at 1, 2 and 3 xdist workers (one cluster each; by default the CI subset, the
+3. the suite's wall time at 1, 2 and 3 xdist workers and at the `-n auto` count (one cluster each; by
+   default the CI subset, the
    `-m` of .ci/run), with each test's own time; --skip-suite leaves this part out for a quick run.
 
 --provider kind (`make bench PROVIDER=kind`) puts kind figures next to the local ones in one table: cluster
@@ -40,6 +41,7 @@ from device_conformance.fakes.device_plugin import DeviceConfig, DevicePluginCon
 from device_conformance.kube import pods
 from device_conformance.kube.client import Kube
 from device_conformance.providers.local.provider import LocalProvider
+from device_conformance.pytest_plugin.workers import auto_workers
 from device_conformance.settings import KNOBS, resolve
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.wait import kube as wait
@@ -219,6 +221,15 @@ def wait_overheads(version: KubeVersion, samples: int) -> dict:
 
 
 # ---- 3. suite wall time by worker count ---------------------------------------------------------------
+def worker_count(requested: str) -> int:
+    """A count from --workers: a number, or "auto" for what `-n auto` starts here (pytest_plugin/workers.py)."""
+    if requested.strip() == "auto":
+        return auto_workers(os.environ, provider="local")
+    if not requested.strip().isdigit():
+        raise SystemExit(f"--workers: {requested!r} is neither a count nor 'auto' (e.g. --workers 1,2,auto)")
+    return int(requested)
+
+
 def suite_time(version: KubeVersion, workers: int, marks: str, *, provider: str = "local", keyword: str = "") -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
@@ -382,7 +393,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="bring-up rounds (the first with a cold image cache)")
     parser.add_argument("--samples", type=int, help="samples of each wait (default 3; 0 with --provider kind)")
     parser.add_argument("--skip-suite", action="store_true", help="leave out the suite wall times (a quick run)")
-    parser.add_argument("--workers", help="worker counts to time the suite at (default 1,2,3; none with kind)")
+    parser.add_argument(
+        "--workers",
+        help="worker counts to time the suite at, 'auto' for -n auto's (default 1,2,3,auto; none with kind)",
+    )
     parser.add_argument("--marks", default=CI_SUBSET, help="the suite's -m expression ('' for every test)")
     parser.add_argument("--kind-repeats", type=int, default=1, help="kind clusters created (one after another)")
     parser.add_argument("--kind-workers", type=int, default=2, help="workers for CI's kind subset on both providers")
@@ -392,7 +406,7 @@ def main() -> None:
     args = parser.parse_args()
     on_kind = args.provider == "kind"
     samples = args.samples if args.samples is not None else (0 if on_kind else 3)
-    workers = args.workers if args.workers is not None else ("" if on_kind else "1,2,3")
+    workers = args.workers if args.workers is not None else ("" if on_kind else "1,2,3,auto")
     version = resolve({"k8s_version": args.k8s_version, "provider": "local"}).k8s_version.value
     report: dict = {
         "k8s_version": str(version),
@@ -413,7 +427,7 @@ def main() -> None:
     if not args.skip_suite and workers:
         report["suite"] = []
         for n in workers.split(","):
-            report["suite"].append(suite_time(version, int(n), args.marks))
+            report["suite"].append(suite_time(version, worker_count(n), args.marks))
             save()
     if on_kind:
         single: dict[str, list[float]] = {}

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def one_suite_run(workers: int) -> dict:
     return {"provider": "local", "workers": workers, "marks": "", "wall_s": 60.0 * workers, "pytest": "3 passed in 1s"}
@@ -27,3 +29,13 @@ def test_the_last_write_replaces_the_partial_one(bench_run, tmp_path):
     written = json.loads((tmp_path / "bench-x.json").read_text())
     assert written["complete"] is True
     assert [run["workers"] for run in written["suite"]] == [1, 2]
+
+
+def test_workers_take_counts_and_auto(bench_run, monkeypatch):
+    monkeypatch.setattr(bench_run, "auto_workers", lambda environ, provider: 8)
+    assert [bench_run.worker_count(n) for n in ["1", "2", "auto"]] == [1, 2, 8]
+
+
+def test_a_worker_count_that_is_neither_names_the_fix(bench_run):
+    with pytest.raises(SystemExit, match="neither a count nor 'auto'"):
+        bench_run.worker_count("many")
