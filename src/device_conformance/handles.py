@@ -101,6 +101,10 @@ class PodHandle:
     def wait_gone(self, timeout: float = timeouts.POD_GONE) -> None:
         wait_kube.for_pod_gone(self.kube, self.namespace, self.name, timeout=timeout)
 
+    def wait_marked_for_deletion(self, timeout: float = timeouts.POD_GONE) -> None:
+        """Someone deleted the pod: it has a deletionTimestamp (Terminating) or is gone."""
+        wait_kube.for_pod_marked_for_deletion(self.kube, self.namespace, self.name, timeout=timeout)
+
     def log_line(self, prefix: str, container: str = "main", timeout: float = timeouts.POD_LOG_LINE) -> str:
         """The rest of the first line of the container's log that starts with `prefix` (waits for it)."""
         return wait_kube.for_log_line(self.kube, self.namespace, self.name, prefix, container, timeout=timeout)

@@ -106,6 +106,25 @@ def for_pod_gone(kube: Kube, namespace: str, name: str, timeout: float = timeout
     )
 
 
+def for_pod_marked_for_deletion(kube: Kube, namespace: str, name: str, timeout: float) -> None:
+    """Until the pod has a deletionTimestamp (or is gone already): deleted, though perhaps still Terminating."""
+
+    def probe() -> bool | Pending:
+        try:
+            pod = pods.read(kube, namespace, name)
+        except client.ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+        return (
+            True
+            if pod.metadata.deletion_timestamp is not None
+            else Pending(f"no deletionTimestamp: {pods.summary(pod)}")
+        )
+
+    until(probe, what=f"pod {namespace}/{name} to be marked for deletion", timeout=timeout)
+
+
 def for_log_line(
     kube: Kube, namespace: str, name: str, prefix: str, container: str = "main", timeout: float = timeouts.POD_LOG_LINE
 ) -> str:
