@@ -41,7 +41,6 @@ from device_conformance.fakes.device_plugin import DeviceConfig, DevicePluginCon
 from device_conformance.kube import pods
 from device_conformance.kube.client import Kube
 from device_conformance.providers.local.provider import LocalProvider
-from device_conformance.pytest_plugin.workers import auto_workers
 from device_conformance.settings import KNOBS, resolve
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.wait import kube as wait
@@ -221,21 +220,29 @@ def wait_overheads(version: KubeVersion, samples: int) -> dict:
 
 
 # ---- 3. suite wall time by worker count ---------------------------------------------------------------
-def worker_count(requested: str) -> int:
-    """A count from --workers: a number, or "auto" for what `-n auto` starts here (pytest_plugin/workers.py)."""
-    if requested.strip() == "auto":
-        return auto_workers(os.environ, provider="local")
-    if not requested.strip().isdigit():
+def worker_option(requested: str) -> str:
+    """pytest's -n from one --workers entry: a count, or "auto" (what `make e2e` starts here)."""
+    requested = requested.strip()
+    if requested != "auto" and not requested.isdigit():
         raise SystemExit(f"--workers: {requested!r} is neither a count nor 'auto' (e.g. --workers 1,2,auto)")
-    return int(requested)
+    return requested
 
 
-def suite_time(version: KubeVersion, workers: int, marks: str, *, provider: str = "local", keyword: str = "") -> dict:
+def workers_started(lines: list[str], requested: str) -> int:
+    """How many workers xdist started ("created: 8/8 workers"); the count asked for when it said nothing."""
+    for line in lines:
+        match = re.search(r"created: (\d+)/\d+ workers", line)
+        if match:
+            return int(match.group(1))
+    return int(requested) if requested.isdigit() else 0
+
+
+def suite_time(version: KubeVersion, workers: str, marks: str, *, provider: str = "local", keyword: str = "") -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
         argv = [
-            sys.executable, "-m", "pytest", "suites", "-n", str(workers), "--dist", "loadgroup",
-            "-p", "no:cacheprovider", "-q", "-rfE", "--k8s-version", str(version), f"--junitxml={junit}",
+            sys.executable, "-m", "pytest", "suites", "-n", workers, "--dist", "loadgroup",
+            "-p", "no:cacheprovider", "-rfE", "--k8s-version", str(version), f"--junitxml={junit}",
             "--provider", provider,
         ]  # fmt: skip
         if marks:
@@ -249,7 +256,8 @@ def suite_time(version: KubeVersion, workers: int, marks: str, *, provider: str 
     lines = proc.stdout.strip().splitlines()
     return {
         "provider": provider,
-        "workers": workers,
+        "workers": workers_started(lines, workers),
+        "workers_requested": workers,
         "marks": marks,
         "keyword": keyword,
         "wall_s": wall,
@@ -427,7 +435,7 @@ def main() -> None:
     if not args.skip_suite and workers:
         report["suite"] = []
         for n in workers.split(","):
-            report["suite"].append(suite_time(version, worker_count(n), args.marks))
+            report["suite"].append(suite_time(version, worker_option(n), args.marks))
             save()
     if on_kind:
         single: dict[str, list[float]] = {}
@@ -439,7 +447,7 @@ def main() -> None:
             report["kind"]["suite"] = []
             for provider in ("local", "kind"):
                 report["kind"]["suite"].append(
-                    suite_time(version, args.kind_workers, "", provider=provider, keyword=subset)
+                    suite_time(version, str(args.kind_workers), "", provider=provider, keyword=subset)
                 )
                 save()
     report["load_average_at_end"] = os.getloadavg()

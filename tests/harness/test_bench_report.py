@@ -31,11 +31,16 @@ def test_the_last_write_replaces_the_partial_one(bench_run, tmp_path):
     assert [run["workers"] for run in written["suite"]] == [1, 2]
 
 
-def test_workers_take_counts_and_auto(bench_run, monkeypatch):
-    monkeypatch.setattr(bench_run, "auto_workers", lambda environ, provider: 8)
-    assert [bench_run.worker_count(n) for n in ["1", "2", "auto"]] == [1, 2, 8]
+def test_workers_take_counts_and_auto(bench_run):
+    assert [bench_run.worker_option(n) for n in [" 1", "2", "auto "]] == ["1", "2", "auto"]
 
 
 def test_a_worker_count_that_is_neither_names_the_fix(bench_run):
     with pytest.raises(SystemExit, match="neither a count nor 'auto'"):
-        bench_run.worker_count("many")
+        bench_run.worker_option("many")
+
+
+def test_the_count_auto_started_is_read_from_xdist(bench_run):
+    lines = ["platform linux -- Python 3.11.7", "created: 8/8 workers", "8 workers [173 items]"]
+    assert bench_run.workers_started(lines, "auto") == 8
+    assert bench_run.workers_started([], "3") == 3
