@@ -1,6 +1,6 @@
 """Interruption and crash check of the local provider (issue 13, "Staying power" 4; README "Interruption and crash").
 
-    /work/e2e-slot .venv/bin/python bench/interrupt.py [--seed N] [--only NAME,...] [--baseline FILE]
+    .venv/bin/python bench/interrupt.py [--seed N] [--only NAME,...] [--baseline FILE]
 
 Runs pytest on a short selection (smoke, one device plugin and one DRA test) again and again, each time
 interrupting it at one point of bring-up, of a test or of teardown: SIGINT to pytest's process group (what
