@@ -19,7 +19,7 @@ from device_conformance.podresources import PodResources
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait_kube
 from device_conformance.wait import podresources as wait_podresources
-from device_conformance.wait.core import stays
+from device_conformance.wait.core import Pending, stays, until
 
 
 class HostPaths(Protocol):
@@ -168,6 +168,12 @@ class PodHandle:
         raise ConformanceError(f"{self} is bound to node {bound!r}, not one of {[n.name for n in self.nodes]}")
 
 
+# The node authorizer learns pod -> claim from pod.status.resourceClaimStatuses through its own informer, which can
+# lag the kubelet (plugin/pkg/auth/authorizer/node; timeouts.CLAIM_POD_START): the kubelet's first fetch of a new
+# claim may be refused with this, and its prepare is tried again at the pod's next sync.
+NODE_AUTHORIZER_LAG = "no relationship found between node"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ClaimPodHandle(PodHandle):
     """A pod whose containers use one DRA claim under the pod-level name `claim_ref`: either a shared
@@ -203,6 +209,17 @@ class ClaimPodHandle(PodHandle):
         """The claim once condition(claim) holds; `what` completes "ResourceClaim <ns>/<name> ..."."""
         name = self.claim_name()
         return wait_dra.for_claim(self.kube, self.resource_api, self.namespace, name, condition, what, timeout)
+
+    def wait_prepare_refusal(self, timeout: float = timeouts.CLAIM_POD_START) -> str:
+        """The kubelet's first FailedPrepareDynamicResources event of the pod other than the node authorizer's lag
+        (NODE_AUTHORIZER_LAG): the refusal a test checks the words of."""
+
+        def probe() -> str | Pending:
+            events = self.events()
+            refusals = [e for e in events if "FailedPrepareDynamicResources" in e and NODE_AUTHORIZER_LAG not in e]
+            return refusals[0] if refusals else Pending(f"events: {events[-3:]}")
+
+        return until(probe, what=f"the kubelet's refusal to prepare the claim of {self}", timeout=timeout)
 
     def wait_unschedulable(self, timeout: float = timeouts.CLAIM) -> str:
         """PodScheduled=False, reason Unschedulable; returns the scheduler's message."""

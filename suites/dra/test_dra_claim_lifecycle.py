@@ -115,7 +115,7 @@ def test_failed_prepare_is_retried_until_it_succeeds(dra_driver, dra_objects, pe
     driver.fail_prepare("injected prepare failure", per_claim=per_claim)
     pod = dra_objects.claim_pod("prepfail", driver)
     driver.wait_for_call(PREPARE, ok=False)
-    event = pod.wait_event("FailedPrepareDynamicResources")
+    event = pod.wait_prepare_refusal()
     assert "injected prepare failure" in event
     assert pod.read().status.phase == "Pending"
 

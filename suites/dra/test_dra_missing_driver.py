@@ -45,7 +45,7 @@ def test_pod_of_a_driver_missing_on_the_node_can_be_deleted(absent_driver, dra_o
     """kubernetes#131968: the scheduler allocates the absent driver's device; the kubelet refuses to prepare it,
     and an ordinary delete of the pod completes."""
     pod = dra_objects.claim_pod("no-driver", absent_driver)
-    event = pod.wait_event("FailedPrepareDynamicResources")
+    event = pod.wait_prepare_refusal()
     assert absent_driver in event, f"the kubelet's refusal names the driver: {event}"
     assert pod.allocated_devices() == ["dev-0"], "the claim is allocated on the node"
     pod.delete()

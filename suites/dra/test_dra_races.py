@@ -62,7 +62,7 @@ def test_pod_does_not_join_a_claim_while_it_is_unprepared(dra_driver, dra_object
     # An affected kubelet (1.36.4 here, under the 1.37.1 control plane) may refuse once, then starts the
     # container on the claim it is tearing down: the bug shows in the refusal or in what starts meanwhile.
     with shows_known_bug(PREPARE_JOINS_UNPREPARING_CLAIM):
-        event = second.wait_event("FailedPrepareDynamicResources", timeout=timeouts.CLAIM_POD_START)
+        event = second.wait_prepare_refusal()
         assert f"ResourceClaim {claim} is being unprepared" in event, f"the kubelet's refusal: {event}"
         second.stays(no_container_started, what="to start nothing while its claim is unprepared", duration=5)
     assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "no prepare while the unprepare is held"
@@ -102,7 +102,7 @@ def test_force_deleted_pods_old_claim_blocks_a_new_claim_of_the_same_name(dra_dr
     # An affected kubelet (1.33.13 here, under the 1.34.10 control plane) starts the new pod on the old claim's
     # preparation: the bug shows in the refusal or in what starts meanwhile, and in the missing recovery.
     with shows_known_bug(FORCE_DELETED_CLAIM_NAME_REUSED):
-        event = new.wait_event("FailedPrepareDynamicResources", timeout=timeouts.CLAIM_POD_START)
+        event = new.wait_prepare_refusal()
         expected = f"old ResourceClaim with same name {claim} and different UID {old_uid} still exists"
         assert expected in event, f"the kubelet's refusal: {event}"
         new.stays(no_container_started, what="to start nothing while the old claim is prepared", duration=5)

@@ -52,7 +52,7 @@ def test_prepare_waits_for_a_stopped_dra_service(node, dra_driver, dra_objects, 
     driver.stop_dra_service()
     pod = dra_objects.claim_pod("nosvc", driver)
 
-    event = pod.wait_event("FailedPrepareDynamicResources", timeout=timeouts.CLAIM_POD_START)
+    event = pod.wait_prepare_refusal()
     assert "NodePrepareResources" in event, f"FailedPrepareDynamicResources event: {event}"
     phase = pod.read().status.phase
     assert phase == "Pending", f"{pod} is {phase} while its driver's DRA service is down"

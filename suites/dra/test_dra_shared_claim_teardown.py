@@ -44,7 +44,7 @@ def test_deleting_a_pod_that_never_got_the_claim_keeps_it_prepared(node, dra_dri
         resource_api=dra_objects.api,
         shared_claim=claim,
     )
-    event = stray.wait_event("FailedPrepareDynamicResources")
+    event = stray.wait_prepare_refusal()
     assert f"fetch ResourceClaim {missing}" in event, f"the kubelet's refusal: {event}"
     assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "prepared once, for the first pod"
 
