@@ -453,7 +453,7 @@ def main() -> None:
     report["load_average_at_end"] = os.getloadavg()
     report["complete"] = True
     print_report(report)
-    write_report(report, stem)
+    save()
     print(f"wrote {stem}.json and {stem}.png")
 
 

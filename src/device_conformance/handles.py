@@ -19,7 +19,7 @@ from device_conformance.podresources import PodResources
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait_kube
 from device_conformance.wait import podresources as wait_podresources
-from device_conformance.wait.core import Pending, stays, until
+from device_conformance.wait.core import stays
 
 
 class HostPaths(Protocol):
@@ -213,13 +213,9 @@ class ClaimPodHandle(PodHandle):
     def wait_prepare_refusal(self, timeout: float = timeouts.CLAIM_POD_START) -> str:
         """The kubelet's first FailedPrepareDynamicResources event of the pod other than the node authorizer's lag
         (NODE_AUTHORIZER_LAG): the refusal a test checks the words of."""
-
-        def probe() -> str | Pending:
-            events = self.events()
-            refusals = [e for e in events if "FailedPrepareDynamicResources" in e and NODE_AUTHORIZER_LAG not in e]
-            return refusals[0] if refusals else Pending(f"events: {events[-3:]}")
-
-        return until(probe, what=f"the kubelet's refusal to prepare the claim of {self}", timeout=timeout)
+        return wait_dra.for_event(
+            self.kube, self.namespace, self.name, "FailedPrepareDynamicResources", timeout, unless=NODE_AUTHORIZER_LAG
+        )
 
     def wait_unschedulable(self, timeout: float = timeouts.CLAIM) -> str:
         """PodScheduled=False, reason Unschedulable; returns the scheduler's message."""

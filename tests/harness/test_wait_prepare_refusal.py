@@ -6,6 +6,7 @@ import pytest
 
 from device_conformance.errors import WaitTimeout
 from device_conformance.handles import ClaimPodHandle
+from device_conformance.kube import pods
 
 LAG = (
     "Warning FailedPrepareDynamicResources Pod/same-name: Failed to prepare dynamic resources: prepare dynamic "
@@ -20,7 +21,7 @@ REFUSAL = (
 
 
 def pod_with_events(monkeypatch, *events: str) -> ClaimPodHandle:
-    monkeypatch.setattr(ClaimPodHandle, "events", lambda self: list(events))
+    monkeypatch.setattr(pods, "events", lambda kube, namespace, name: list(events))
     return ClaimPodHandle(
         kube=None, namespace="dc-ad7aef50", name="same-name", uid="u", resource_api="resource.k8s.io/v1"
     )
@@ -33,5 +34,9 @@ def test_the_authorizers_transient_refusal_is_skipped(monkeypatch):
 
 def test_only_the_authorizers_refusal_is_no_refusal(monkeypatch):
     pod = pod_with_events(monkeypatch, LAG)
-    with pytest.raises(WaitTimeout, match="the kubelet's refusal to prepare the claim of pod dc-ad7aef50/same-name"):
+    awaited = (
+        "an event of pod dc-ad7aef50/same-name containing 'FailedPrepareDynamicResources' "
+        "and not 'no relationship found between node'"
+    )
+    with pytest.raises(WaitTimeout, match=awaited):
         pod.wait_prepare_refusal(timeout=0.3)

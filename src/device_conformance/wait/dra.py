@@ -96,15 +96,18 @@ def for_pod_unschedulable(kube: Kube, namespace: str, name: str, timeout: float 
     return until(probe, what=f"pod {namespace}/{name} to be Unschedulable", timeout=timeout)
 
 
-def for_event(kube: Kube, namespace: str, pod: str, text: str, timeout: float = timeouts.CLAIM) -> str:
-    """Wait for an event of the pod whose "<type> <reason> ...: <message>" line contains text."""
+def for_event(
+    kube: Kube, namespace: str, pod: str, text: str, timeout: float = timeouts.CLAIM, *, unless: str | None = None
+) -> str:
+    """Wait for an event of the pod whose "<type> <reason> ...: <message>" line contains text (and not `unless`)."""
 
     def probe() -> str | Pending:
         lines = pods.events(kube, namespace, pod)
-        hits = [line for line in lines if text in line]
+        hits = [line for line in lines if text in line and not (unless and unless in line)]
         return hits[0] if hits else Pending(f"events: {lines[-5:]}")
 
-    return until(probe, what=f"an event of pod {namespace}/{pod} containing {text!r}", timeout=timeout)
+    what = f"an event of pod {namespace}/{pod} containing {text!r}" + (f" and not {unless!r}" if unless else "")
+    return until(probe, what=what, timeout=timeout)
 
 
 def for_rule(

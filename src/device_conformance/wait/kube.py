@@ -82,17 +82,22 @@ def for_object(
     return until(probe, what=what, timeout=timeout)
 
 
+def _unless_gone(read: Callable[[], T]) -> T | None:
+    """What `read` answers, or None once the API object is gone (404)."""
+    try:
+        return read()
+    except client.ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
 def for_gone(read: Callable[[], T], describe: Callable[[T], str], *, what: str, timeout: float) -> None:
     """Until `read` answers 404: the API object is deleted (finalizers and all)."""
 
     def probe() -> bool | Pending:
-        try:
-            found = read()
-        except client.ApiException as exc:
-            if exc.status == 404:
-                return True
-            raise
-        return Pending(describe(found))
+        found = _unless_gone(read)
+        return True if found is None else Pending(describe(found))
 
     until(probe, what=what, timeout=timeout)
 
@@ -110,17 +115,10 @@ def for_pod_marked_for_deletion(kube: Kube, namespace: str, name: str, timeout: 
     """Until the pod has a deletionTimestamp (or is gone already): deleted, though perhaps still Terminating."""
 
     def probe() -> bool | Pending:
-        try:
-            pod = pods.read(kube, namespace, name)
-        except client.ApiException as exc:
-            if exc.status == 404:
-                return True
-            raise
-        return (
-            True
-            if pod.metadata.deletion_timestamp is not None
-            else Pending(f"no deletionTimestamp: {pods.summary(pod)}")
-        )
+        pod = _unless_gone(lambda: pods.read(kube, namespace, name))
+        if pod is None or pod.metadata.deletion_timestamp is not None:
+            return True
+        return Pending(f"no deletionTimestamp: {pods.summary(pod)}")
 
     until(probe, what=f"pod {namespace}/{name} to be marked for deletion", timeout=timeout)
 
