@@ -14,6 +14,7 @@ from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
+from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait.core import Pending, until
 
 pytestmark = [
@@ -23,9 +24,6 @@ pytestmark = [
 ]
 
 KEY = "example.com/broken"
-# pkg/controller/devicetainteviction/device_taint_eviction.go (the same strings suites/taints checks).
-EVICTION_REASON = "DeletionByDeviceTaintManager"
-EVICTION_MESSAGE = "Device Taint manager: deleting due to NoExecute taint"
 DEVICE = "dev-0"
 
 
@@ -34,16 +32,6 @@ def placement(pod: ClaimPodHandle) -> tuple[str, list[tuple[str, str, str]]]:
     results = ((pod.claim().get("status") or {}).get("allocation") or {}).get("devices") or {}
     devices = [(r["driver"], r["pool"], r["device"]) for r in results.get("results") or []]
     return pod.read().spec.node_name, devices
-
-
-def assert_evicted(pod: ClaimPodHandle) -> None:
-    cond = pod.wait_condition("DisruptionTarget", timeout=timeouts.TAINT_EVICTION)
-    assert (cond.reason, cond.message) == (EVICTION_REASON, EVICTION_MESSAGE), (
-        f"{pod}: DisruptionTarget reason/message {(cond.reason, cond.message)}"
-    )
-    # The controller patches the condition, then deletes the pod: two writes (pkg/controller/devicetainteviction/
-    # device_taint_eviction.go, addConditionAndDeletePod), so the deletion may follow the condition we saw.
-    pod.wait_marked_for_deletion(timeout=timeouts.TAINT_EVICTION)
 
 
 def test_one_rule_evicts_the_pods_on_every_node(cluster_nodes, dra_driver, dra_objects):

@@ -25,6 +25,7 @@ from device_conformance.expectations.dra import (
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
+from device_conformance.taint_eviction import assert_evicted, assert_eviction_event
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import Watch, watch
 
@@ -34,8 +35,6 @@ pytestmark = [
 ]
 
 KEY = "example.com/broken"
-EVICTION_REASON = "DeletionByDeviceTaintManager"
-EVICTION_MESSAGE = "Device Taint manager: deleting due to NoExecute taint"
 TOLERATION_SECONDS = 8
 SINCE_RULE_STATUS = pytest.mark.since(
     f"1.{FIRST_NONE_TAINT_EFFECT_MINOR}", "effect None and DeviceTaintRule status (kubernetes#134152)"
@@ -50,27 +49,6 @@ def running_pod(dra_objects, driver, **request):
     assert len(devices) == 1, f"{pod} runs with allocated devices {devices}, expected one"
     (device,) = devices
     return pod, device
-
-
-def assert_evicted(pod, timeout=timeouts.TAINT_EVICTION, *, event=True):
-    """The pod's DisruptionTarget condition and deletion, and (`event`) the controller's event for it."""
-    cond = pod.wait_condition("DisruptionTarget", timeout=timeout)
-    assert (cond.reason, cond.message) == (EVICTION_REASON, EVICTION_MESSAGE), (
-        f"{pod}: DisruptionTarget reason/message {(cond.reason, cond.message)}"
-    )
-    # The controller patches the condition, then deletes the pod: two writes (pkg/controller/devicetainteviction/
-    # device_taint_eviction.go, addConditionAndDeletePod), so the deletion may follow the condition we saw.
-    pod.wait_marked_for_deletion(timeout=timeouts.TAINT_EVICTION)
-    if event:
-        assert_eviction_event(pod)
-    return cond
-
-
-def assert_eviction_event(pod):
-    event = pod.wait_event("DeviceTaintManagerEviction")
-    assert event == f"Normal DeviceTaintManagerEviction Pod/{pod.name}: Marking for deletion", (
-        f"{pod}: DeviceTaintManagerEviction event {event!r}"
-    )
 
 
 @pytest.fixture
@@ -236,7 +214,7 @@ def test_noexecute_device_taint_rule_evicts_the_pod(quiet, event_per_eviction):
 @SINCE_RULE_STATUS
 @pytest.mark.scenario("DT-U5")
 def test_device_taint_rule_status_completes_after_the_eviction(quiet):
-    assert_evicted(quiet.tainted)
+    assert_evicted(quiet.tainted, event=True)
     wait_dra.for_rule(
         quiet.objects.kube,
         quiet.objects,

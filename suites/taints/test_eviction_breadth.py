@@ -23,6 +23,7 @@ from device_conformance.expectations.dra import (
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import audit, dra, metrics, pods
+from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait.core import Abort, Pending, stays, until, watch
 
 pytestmark = [
@@ -31,7 +32,6 @@ pytestmark = [
 ]
 
 KEY, OTHER_KEY = "example.com/broken", "example.com/overheated"
-EVICTION_REASON = "DeletionByDeviceTaintManager"
 SINCE_RULE_STATUS = pytest.mark.since(
     f"1.{FIRST_NONE_TAINT_EFFECT_MINOR}", "effect None and DeviceTaintRule status (kubernetes#134152)"
 )
@@ -66,15 +66,6 @@ def evicted(current):
         conditions = [(c.type, c.reason) for c in current.status.conditions or []]
         return f"pod deleted: {pods.summary(current)} conditions={conditions}"
     return None
-
-
-def assert_evicted(pod, timeout=timeouts.TAINT_EVICTION):
-    cond = pod.wait_condition("DisruptionTarget", timeout=timeout)
-    assert cond.reason == EVICTION_REASON, f"{pod}: DisruptionTarget {cond.reason}: {cond.message}"
-    # The controller patches the condition, then deletes the pod: two writes (pkg/controller/devicetainteviction/
-    # device_taint_eviction.go, addConditionAndDeletePod), so the deletion may follow the condition we saw.
-    pod.wait_marked_for_deletion(timeout=timeouts.TAINT_EVICTION)
-    return cond
 
 
 @pytest.fixture(scope="module", autouse=True)

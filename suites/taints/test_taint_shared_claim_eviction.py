@@ -15,6 +15,7 @@ from kubernetes import client
 from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, SHARED_CLAIM_STALE_CONSUMER_EVICTION
 from device_conformance.kube import admission, dra, pods
+from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import Pending, until
 
@@ -39,11 +40,6 @@ def shared_claim_pods(dra_objects, driver, count, keep_first=True):
     uids = [p.uid for p in running]
     running[0].wait_claim(lambda c: wait_dra.reserved_uids(c) == uids, f"reserved for {uids}")
     return claim, running
-
-
-def assert_evicted(pod):
-    cond = pod.wait_condition("DisruptionTarget", timeout=timeouts.TAINT_EVICTION)
-    assert cond.reason == "DeletionByDeviceTaintManager", f"{pod}: DisruptionTarget {cond}"
 
 
 @pytest.mark.scenario("DT-U2")
