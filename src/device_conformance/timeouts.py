@@ -34,6 +34,11 @@ POD_RESYNC_JITTER = 0.5
 # (pkg/kubelet/cm/dra/manager.go defaultReconcilePeriod = 60 s; first run once all pod sources are ready).
 DRA_RECONCILE_PERIOD = 60
 
+# The kubelet gives up on a DRA driver's NodePrepareResources / NodeUnprepareResources after this long
+# (pkg/kubelet/cm/dra/plugin/dra_plugin.go defaultClientCallTimeout = 45 * time.Second, since 1.31); the call
+# ends CANCELLED at the driver and the kubelet tries again later.
+DRA_CALL_TIMEOUT = 45
+
 # The kubelet deletes a DRA driver's ResourceSlices this long after its last plugin instance went away
 # (pkg/kubelet/cm/dra/plugin defaultWipingDelay = 30 * time.Second).
 DRA_WIPING_DELAY = 30

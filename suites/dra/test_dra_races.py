@@ -7,6 +7,8 @@ kubernetes#131513, PR #131617) or one being unprepared ("ResourceClaim ... is be
 fails the prepare, and the pod worker retries it once the entry is gone.
 """
 
+import math
+
 import pytest
 
 from device_conformance import timeouts
@@ -15,7 +17,7 @@ from device_conformance.expectations.dra import (
     FORCE_DELETED_CLAIM_NAME_REUSED,
     PREPARE_JOINS_UNPREPARING_CLAIM,
 )
-from device_conformance.fakes.common.calls import claim_record
+from device_conformance.fakes.common.calls import claim_record, held_and_released
 from device_conformance.kube import dra
 from device_conformance.wait import dra as wait_dra
 
@@ -31,6 +33,27 @@ def no_container_started(current):
     """A stays() probe on a pod: what ran, if any container did."""
     running = [c.name for c in current.status.container_statuses or [] if c.state.running]
     return f"containers running: {running} ({current.status.phase})" if running else None
+
+
+def assert_unprepared_only_while_held(unprepares, uid):
+    """The claim's unprepare calls are the held ones. The pod worker's call is held; while it is, the DRA manager's
+    reconcile loop (manager.go reconcileLoop, every DRA_RECONCILE_PERIOD) unprepares the force-deleted pod's claim
+    too, without looking at whether it is being unprepared, and the kubelet retries a call its own deadline
+    (DRA_CALL_TIMEOUT) cancelled. So a long hold sees more than one call: each must come during the hold and be
+    answered at the release, and none after it, which would tear down the devices of the re-prepared claim."""
+    assert {tuple(uids) for uids, _ in claim_record(unprepares)} == {(uid,)}, (
+        f"unprepare calls for other claims than {uid}: {claim_record(unprepares)}"
+    )
+    problem = held_and_released(unprepares, caller_deadline=timeouts.DRA_CALL_TIMEOUT - 1)
+    assert problem is None, f"the held unprepare: {problem}"
+    ends = [c.ended_mono for c in unprepares if c.ended_mono is not None]
+    hold = max(ends) - unprepares[0].started_mono
+    cancelled = sum(1 for c in unprepares if not c.ok)
+    most = 1 + cancelled + math.ceil(hold / timeouts.DRA_RECONCILE_PERIOD)
+    assert len(unprepares) <= most, (
+        f"{len(unprepares)} unprepare calls in a {hold:.1f} s hold, more than the pod worker's, its {cancelled} "
+        f"retries and one per reconcile period ({most}): {claim_record(unprepares)}"
+    )
 
 
 def make_claim(dra_objects, driver, name):
@@ -73,8 +96,13 @@ def test_pod_does_not_join_a_claim_while_it_is_unprepared(dra_driver, dra_object
     with shows_known_bug(PREPARE_JOINS_UNPREPARING_CLAIM):
         driver.wait_for_call(UNPREPARE, ok=True, timeout=timeouts.UNPREPARE)
         second.wait_running(timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
-        assert claim_record(driver.calls(UNPREPARE)) == [([uid], "ok")], "the held unprepare, once"
-        assert claim_record(driver.calls(PREPARE)) == [([uid], "ok"), ([uid], "ok")], "prepared again for the pod"
+        assert_unprepared_only_while_held(driver.calls(UNPREPARE), uid)
+        prepares = driver.calls(PREPARE)
+        assert claim_record(prepares) == [([uid], "ok"), ([uid], "ok")], "prepared again for the pod"
+        last_unprepare = max(c.ended_mono for c in driver.calls(UNPREPARE))
+        assert prepares[1].started_mono >= last_unprepare, (
+            f"the second prepare started {last_unprepare - prepares[1].started_mono:.3f} s before the unprepare ended"
+        )
         assert list(driver.prepared()) == [uid], "the second pod runs on a prepared claim"
 
 

@@ -179,6 +179,23 @@ def read_calls(path: str | Path) -> list[Call]:
     return [by_seq[s] for s in sorted(by_seq)]
 
 
+def held_and_released(calls: list[Call], *, caller_deadline: float) -> str | None:
+    """What is wrong, if anything, with calls a test held and then let go at once: each must have been made while
+    the hold lasted (started before the release, the end of the first ok call) and ended ok at the release, or
+    ended CANCELLED by the caller's own deadline after at least `caller_deadline` seconds held."""
+    answered = [c for c in calls if c.done and c.ok]
+    if not answered:
+        return f"none was answered ok: {summarize(calls)}"
+    released = min(c.ended_mono for c in answered if c.ended_mono is not None)
+    for call in calls:
+        held = (call.ended_mono or released) - call.started_mono
+        if call.started_mono > released:
+            return f"#{call.seq} started {call.started_mono - released:.3f} s after the release: {summarize(calls)}"
+        if not call.ok and not (call.outcome() == "error CANCELLED" and held >= caller_deadline):
+            return f"#{call.seq} ended {call.outcome()} after {held:.3f} s held: {summarize(calls)}"
+    return None
+
+
 def summarize(calls: list[Call]) -> str:
     """`#3 GetInfo (error UNAVAILABLE), #4 NodePrepareResources (ok)` for wait messages."""
     return ", ".join(c.summary() for c in calls) or "no calls at all"
