@@ -18,7 +18,7 @@ K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),
   $(if $(KUBELET_VERSION),--kubelet-version $(KUBELET_VERSION))
 K8S_VERSION_ARG = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION))
 
-.PHONY: venv lock test test-fast e2e certify-upstream bench interrupt-check soak matrix lint protos setup cleanup chromium
+.PHONY: venv lock test test-fast e2e certify-upstream bench interrupt-check soak durations matrix lint protos setup cleanup chromium
 
 venv: $(VENV)/.installed
 
@@ -105,6 +105,10 @@ SOAK_RUNS ?= 10
 SOAK_ARGS ?=
 soak: setup
 	$(BIN)/python bench/soak.py --runs $(SOAK_RUNS) $(SOAK_ARGS)
+
+# suites/durations.json (the order --dist loadgroup hands modules out in, longest first) from the newest soak's runs.
+durations: venv
+	$(BIN)/python bench/durations.py
 
 # The non-slow suites on every version of the matrix (expectations/versions.py MATRIX_VERSIONS), one table.
 # MATRIX_VERSIONS="1.35.8 1.37.1" picks versions; results in matrix-results/.

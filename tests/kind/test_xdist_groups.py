@@ -192,3 +192,24 @@ def test_e2e_workers_that_is_no_count_stops_before_any_worker(tmp_path, monkeypa
     assert proc.returncode != 0
     assert "E2E_WORKERS='many' is not a number of xdist workers" in proc.stderr, proc.stderr
     assert ran == []
+
+
+def test_measured_durations_hand_out_the_longest_module_first(tmp_path):
+    """With every test measured (suites/durations.json under the rootdir) the order is by the measured sum: here
+    the quick module measured longest and the two modules without a slow test or fixture beat the guess."""
+    (tmp_path / "test_a_quick.py").write_text(textwrap.dedent(QUICK))
+    (tmp_path / "test_b_slow.py").write_text(textwrap.dedent(SLOW))
+    (tmp_path / "test_c_window.py").write_text(textwrap.dedent(WINDOW))
+    measured = {f"test_a_quick.py::test_quick[{n}]": 100 for n in range(4)}
+    measured |= {"test_b_slow.py::test_first": 1, "test_b_slow.py::test_long": 2}
+    measured |= {"test_c_window.py::test_a": 1, "test_c_window.py::test_b": 1}
+    measured |= {f"test_shared.py::test_on_the_cluster[{n}]": 10 for n in range(6)}
+    measured |= {f"test_shared.py::test_without_cluster[{n}]": 10 for n in range(4)}
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "durations.json").write_text(__import__("json").dumps(measured))
+    proc, ran = _run(tmp_path, "--dist", "loadgroup", "--provider", "kind")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first_of: dict[str, str] = {}
+    for worker, nodeid in ran:
+        first_of.setdefault(worker, nodeid.split("::", 1)[0])
+    assert sorted(first_of.values()) == ["test_a_quick.py", "test_shared.py"], ran

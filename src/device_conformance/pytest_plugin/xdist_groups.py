@@ -10,8 +10,10 @@ With a cluster per worker and `--dist loadgroup` (what `make e2e` passes), each 
 its module-scoped fixtures (the background "nothing happens" windows of wait.core.watch, the
 grace-period module's one shared wait) then run once, on one worker, while the other workers go on
 with other modules, instead of once per worker that got some of its tests. Modules are handed out
-longest first (slow tests, then a module-scoped fixture, then the number of tests), so the longest
-waits start at once rather than at the end of the run.
+longest first, by the measured times of their selected tests (suites/durations.json, suite_durations.py),
+so the longest waits start at once rather than at the end of the run. A module with a test not measured
+yet goes first (it may be long), ordered by a guess: slow tests, then a module-scoped fixture, then the
+number of tests.
 
 Grouping fails silently on pytest 9.2 + xdist 3.8 (pytest-dev/pytest-xdist#1386): the marks are
 there but the `@group` suffix xdist needs is not. So at collection time, on each worker, every
@@ -20,8 +22,11 @@ grouped test's node id must end in its group; otherwise the run stops with the f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 
+from device_conformance import suite_durations
 from device_conformance.errors import BadInput
 from device_conformance.fixtures.session import session_settings
 
@@ -88,7 +93,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if "cluster" in getattr(item, "fixturenames", ()):
                 item.add_marker(pytest.mark.xdist_group(name=f"cluster-{shared}"))
         return
-    items[:] = longest_modules_first(items)
+    items[:] = longest_modules_first(items, suite_durations.load(config.rootpath))
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(name=module_of(item)))
@@ -112,17 +117,20 @@ def has_module_fixture(item: pytest.Item) -> bool:
     )
 
 
-def longest_modules_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """Modules ordered by how long they likely run (slow tests, a module-scoped fixture, more tests);
-    tests keep their order inside a module, and equal modules their collection order (every worker
+def longest_modules_first(items: list[pytest.Item], durations: Mapping[str, float]) -> list[pytest.Item]:
+    """Modules ordered by how long they run: first those with a test not in `durations` (node id -> seconds), by
+    a guess (slow tests, a module-scoped fixture, more tests), then the others by the sum of their tests' measured
+    seconds. Tests keep their order inside a module, and equal modules their collection order (every worker
     must collect the same order)."""
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(module_of(item), []).append(item)
 
-    def weight(tests: list[pytest.Item]) -> tuple[int, int, int]:
+    def weight(tests: list[pytest.Item]) -> tuple[int, float, int, int, int]:
+        if all(test.nodeid in durations for test in tests):
+            return (0, sum(durations[test.nodeid] for test in tests), 0, 0, 0)
         slow = sum(1 for test in tests if test.get_closest_marker("slow") is not None)
-        return (slow, int(any(has_module_fixture(test) for test in tests)), len(tests))
+        return (1, 0.0, slow, int(any(has_module_fixture(test) for test in tests)), len(tests))
 
     ordered = sorted(modules.values(), key=weight, reverse=True)
     return [item for tests in ordered for item in tests]
