@@ -41,3 +41,28 @@ def test_stateless_run_directory_is_left_alone_while_it_may_still_be_starting(tm
     leftovers.clean_leftovers(log=lambda _: None)
     assert young.exists(), "a run directory without state that is seconds old may be starting up"
     assert not old.exists()
+
+
+def test_a_state_file_written_between_the_read_and_the_look_is_read_again(tmp_path, monkeypatch):
+    """Soak run 10 (2026-11-24): a worker's clean-up read a starting run's state file just before the owner's
+    first save and looked for it just after, took it for unreadable and tore the live run down (the owner then
+    failed: No such file or directory: .../state.partial)."""
+    monkeypatch.setenv("DEVICE_CONFORMANCE_STATE", str(tmp_path))
+    layout = RunLayout(tmp_path / "runs" / "rstart")
+    layout.root.mkdir(parents=True)
+    starting = RunState.new("rstart", "1.37.1", "dc-rstart")
+    load = RunState.load.__func__
+    reads = []
+
+    def load_while_the_owner_saves(cls, run_layout):
+        reads.append(run_layout.run_id)
+        if len(reads) == 1:  # the owner's save lands right after this read failed
+            starting.save(run_layout)
+            raise FileNotFoundError(run_layout.state_file)
+        return load(cls, run_layout)
+
+    monkeypatch.setattr(RunState, "load", classmethod(load_while_the_owner_saves))
+    logged = []
+    assert leftovers.clean_leftovers(log=logged.append) == []
+    assert layout.state_file.exists(), f"a live, starting run was torn down: {logged}"
+    assert reads == ["rstart", "rstart"]

@@ -43,6 +43,10 @@ def clean_leftovers(log: Callable[[str], None] = print) -> list[str]:
     cleaned = []
     for layout in all_runs():
         state = _load(layout)
+        if state is None and layout.state_file.exists():
+            # Missing when read, there when looked for: a run starting right now wrote it in between (an xdist
+            # worker's first save, under the port lock); read it again before calling it unreadable.
+            state = _load(layout)
         if state is None and not layout.state_file.exists():
             # Crashed before its state was written: only a directory to remove, unless it is still starting.
             if _age(layout) > STARTING_GRACE_SECONDS:
