@@ -96,10 +96,11 @@ def test_pod_does_not_join_a_claim_while_it_is_unprepared(dra_driver, dra_object
     with shows_known_bug(PREPARE_JOINS_UNPREPARING_CLAIM):
         driver.wait_for_call(UNPREPARE, ok=True, timeout=timeouts.UNPREPARE)
         second.wait_running(timeout=timeouts.PREPARE_RETRY_AT_RESYNC)
-        assert_unprepared_only_while_held(driver.calls(UNPREPARE), uid)
+        unprepares = driver.calls(UNPREPARE)
+        assert_unprepared_only_while_held(unprepares, uid)
         prepares = driver.calls(PREPARE)
         assert claim_record(prepares) == [([uid], "ok"), ([uid], "ok")], "prepared again for the pod"
-        last_unprepare = max(c.ended_mono for c in driver.calls(UNPREPARE))
+        last_unprepare = max(c.ended_mono for c in unprepares)
         assert prepares[1].started_mono >= last_unprepare, (
             f"the second prepare started {last_unprepare - prepares[1].started_mono:.3f} s before the unprepare ended"
         )

@@ -20,6 +20,7 @@ from device_conformance import timeouts
 from device_conformance.certify import cdi
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, FIRST_PODRESOURCES_DRA_MINOR
 from device_conformance.kube import dra, pods
+from device_conformance.taint_eviction import EVICTION_REASON
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until, watch
 
@@ -222,5 +223,5 @@ def test_noexecute_device_taint_rule_evicts_the_pod_and_unprepares(kubelet_count
     [(_, _, device)] = _claim_devices(pod, driver)
     dra_objects.taint_rule(dra.device_taint("example.com/broken", "NoExecute"), driver=driver, device=device)
     cond = pod.wait_condition("DisruptionTarget", timeout=timeouts.TAINT_EVICTION)
-    assert cond.reason == "DeletionByDeviceTaintManager", f"{pod}: DisruptionTarget {cond.reason}: {cond.message}"
+    assert cond.reason == EVICTION_REASON, f"{pod}: DisruptionTarget {cond.reason}: {cond.message}"
     _wait_counts(kubelet_counts, driver, before, (1, 1), "after the eviction")

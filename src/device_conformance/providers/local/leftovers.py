@@ -21,11 +21,25 @@ def all_runs() -> list[RunLayout]:
     return [RunLayout(path) for path in sorted(runs.iterdir())] if runs.exists() else []
 
 
-def _load(layout: RunLayout) -> RunState | None:
+class _NoStateYet:
+    """A run directory whose state file was missing when read."""
+
+
+def _read(layout: RunLayout) -> RunState | _NoStateYet | None:
+    """The run's state, _NoStateYet when the file is missing, None when it is there but unreadable: one read, so a
+    run starting right now (its first save lands under the port lock) is never judged on two looks."""
     try:
         return RunState.load(layout)
+    except FileNotFoundError:
+        return _NoStateYet()
     except (OSError, ValueError, TypeError, json.JSONDecodeError):
         return None
+
+
+def _load(layout: RunLayout) -> RunState | None:
+    """The run's state, or None when it is missing or unreadable."""
+    state = _read(layout)
+    return None if isinstance(state, _NoStateYet) else state
 
 
 def live_port_bases() -> set[int]:
@@ -42,12 +56,8 @@ def clean_leftovers(log: Callable[[str], None] = print) -> list[str]:
     """Tear down every run whose owner is gone and that was not kept; returns their ids."""
     cleaned = []
     for layout in all_runs():
-        state = _load(layout)
-        if state is None and layout.state_file.exists():
-            # Missing when read, there when looked for: a run starting right now wrote it in between (an xdist
-            # worker's first save, under the port lock); read it again before calling it unreadable.
-            state = _load(layout)
-        if state is None and not layout.state_file.exists():
+        state = _read(layout)
+        if isinstance(state, _NoStateYet):
             # Crashed before its state was written: only a directory to remove, unless it is still starting.
             if _age(layout) > STARTING_GRACE_SECONDS:
                 shutil.rmtree(layout.root, ignore_errors=True)
