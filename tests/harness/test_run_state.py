@@ -66,3 +66,27 @@ def test_a_state_file_written_between_the_read_and_the_look_is_read_again(tmp_pa
     assert leftovers.clean_leftovers(log=logged.append) == []
     assert layout.state_file.exists(), f"a live, starting run was torn down: {logged}"
     assert reads == ["rstart"]
+
+
+def test_every_clean_up_is_journaled_with_the_cleaning_process(tmp_path, monkeypatch):
+    """A worker's output is lost under xdist; the journal names which process tore which run down and why."""
+    monkeypatch.setenv("DEVICE_CONFORMANCE_STATE", str(tmp_path))
+    gone = RunLayout(tmp_path / "runs" / "rgone")
+    gone.root.mkdir(parents=True)
+    state = RunState.new("rgone", "1.37.1", "dc-rgone")
+    state.owner_pid = 2**22 + 1  # above pid_max's default: no such process
+    state.save(gone)
+    stale = tmp_path / "runs" / "rstale"
+    stale.mkdir()
+    past = time.time() - leftovers.STARTING_GRACE_SECONDS - 60
+    os.utime(stale, (past, past))
+    monkeypatch.setattr(leftovers, "teardown", lambda layout, log: [])
+    shown = []
+    assert leftovers.clean_leftovers(log=shown.append) == ["rgone"]
+    journal = leftovers.journal_path().read_text().splitlines()
+    assert [line.split(": ", 1)[1] for line in journal] == shown
+    assert shown == [
+        f"found run rgone left by a crashed or interrupted session (owner pid {2**22 + 1} is gone); cleaning it up",
+        f"removing run directory {stale}: no state file after {leftovers.STARTING_GRACE_SECONDS} s",
+    ]
+    assert all(f" pid {os.getpid()}: " in line for line in journal)

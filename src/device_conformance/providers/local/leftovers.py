@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
 
 from device_conformance.providers.local.layout import RunLayout, state_root
 from device_conformance.providers.local.state import RunState
@@ -14,6 +17,25 @@ from device_conformance.providers.local.teardown import teardown
 # A run writes its state file moments after creating its directory; a state-less directory younger
 # than this may belong to another session that is starting up right now.
 STARTING_GRACE_SECONDS = 600
+
+
+def journal_path() -> Path:
+    """Every clean-up of this machine, whichever session or worker made it: a worker's own output is not kept
+    under xdist, and a run torn down by another session's clean-up must be traceable to it."""
+    return state_root() / "cleanups.log"
+
+
+def _journaled(log: Callable[[str], None]) -> Callable[[str], None]:
+    def log_and_journal(message: str) -> None:
+        log(message)
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        try:
+            with journal_path().open("a") as journal:
+                journal.write(f"{stamp} pid {os.getpid()}: {message}\n")
+        except OSError:
+            pass  # the journal explains a clean-up; it must never stop one
+
+    return log_and_journal
 
 
 def all_runs() -> list[RunLayout]:
@@ -54,12 +76,14 @@ def live_port_bases() -> set[int]:
 
 def clean_leftovers(log: Callable[[str], None] = print) -> list[str]:
     """Tear down every run whose owner is gone and that was not kept; returns their ids."""
+    log = _journaled(log)
     cleaned = []
     for layout in all_runs():
         state = _read(layout)
         if isinstance(state, _NoStateYet):
             # Crashed before its state was written: only a directory to remove, unless it is still starting.
             if _age(layout) > STARTING_GRACE_SECONDS:
+                log(f"removing run directory {layout.root}: no state file after {STARTING_GRACE_SECONDS} s")
                 shutil.rmtree(layout.root, ignore_errors=True)
             continue
         if state is not None and (state.kept or state.owner_alive()):
