@@ -2,10 +2,12 @@
 
 import json
 import os
+import threading
 import time
 
 from device_conformance.providers.local import leftovers
 from device_conformance.providers.local.layout import RunLayout
+from device_conformance.providers.local.processes import ProcessRecord
 from device_conformance.providers.local.state import RunState
 
 
@@ -90,3 +92,34 @@ def test_every_clean_up_is_journaled_with_the_cleaning_process(tmp_path, monkeyp
         f"removing run directory {stale}: no state file after {leftovers.STARTING_GRACE_SECONDS} s",
     ]
     assert all(f" pid {os.getpid()}: " in line for line in journal)
+
+
+def test_saves_from_the_bring_up_threads_never_collide(tmp_path):
+    """Soak 2026-11-24, run 10: the bring-up starts the runtime in a thread while the control plane starts in
+    another, and both record a process and save the state. Two saves wrote the same state.partial and one
+    rename found it gone (FileNotFoundError: .../state.partial -> .../state.json); every test of that worker
+    errored. Saves and records of one run are now one at a time."""
+    layout = RunLayout(tmp_path)
+    state = RunState.new("rbusy", "1.37.1", "dc-rbusy")
+    state.save(layout)
+    start = threading.Barrier(8)
+    problems = []
+
+    def start_components(thread: int) -> None:
+        start.wait()
+        try:
+            for index in range(100):
+                name = f"component-{thread}-{index}"
+                state.record(ProcessRecord(name, os.getpid(), None, [name], f"/logs/{name}"))
+                state.save(layout)
+        except Exception as exc:  # collected: an exception in a thread does not fail the test by itself
+            problems.append(f"{type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=start_components, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert problems == []
+    assert len(RunState.load(layout).processes) == 800
+    assert [path.name for path in tmp_path.iterdir()] == ["state.json"]

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from dataclasses import asdict, dataclass, field, fields
 
 from device_conformance.process import pid_alive
 from device_conformance.providers.local.layout import RunLayout
 from device_conformance.providers.local.processes import ProcessRecord, start_time
+
+# The bring-up records processes and saves from two threads (runtime and control plane, cluster.py _bring_up).
+# Two saves at once share state.partial, and one rename finds it gone; a record during another thread's
+# asdict() changes the dict it copies. So both go one at a time (soak 2026-11-24, run 10).
+_CHANGING = threading.Lock()
 
 
 @dataclass
@@ -37,7 +43,8 @@ class RunState:
         return pid_alive(self.owner_pid) and start_time(self.owner_pid) == self.owner_started
 
     def record(self, process: ProcessRecord) -> None:
-        self.processes[process.name] = process.to_dict()
+        with _CHANGING:
+            self.processes[process.name] = process.to_dict()
 
     def process(self, name: str) -> ProcessRecord | None:
         data = self.processes.get(name)
@@ -45,8 +52,9 @@ class RunState:
 
     def save(self, layout: RunLayout) -> None:
         partial = layout.state_file.with_suffix(".partial")
-        partial.write_text(json.dumps(asdict(self), indent=1))
-        partial.rename(layout.state_file)
+        with _CHANGING:
+            partial.write_text(json.dumps(asdict(self), indent=1))
+            partial.rename(layout.state_file)
 
     @classmethod
     def load(cls, layout: RunLayout) -> RunState:
