@@ -18,7 +18,7 @@ from device_conformance.fakes.dra_driver.resourceslices import build_device_clas
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
 from device_conformance.node.cri import cdi_support
-from device_conformance.taint_eviction import EVICTION_REASON
+from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait.core import Pending, until
 
 pytestmark = [
@@ -129,10 +129,8 @@ def test_extended_resource_pod_is_evicted_by_a_noexecute_rule(
     try:
         extended.wait_running()
         dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name)
-        cond = ordinary.wait_condition("DisruptionTarget", timeout=timeouts.TAINT_EVICTION)
-        assert cond.reason == EVICTION_REASON, f"{ordinary}: {cond}"
+        assert_evicted(ordinary)
         with shows_known_bug(DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED):
-            cond = extended.wait_condition("DisruptionTarget", timeout=timeouts.TAINT_EVICTION)
-            assert cond.reason == EVICTION_REASON, f"{extended}: {cond}"
+            assert_evicted(extended)
     finally:
         dra_objects.release(created.metadata.name)
