@@ -114,7 +114,8 @@ def test_failed_prepare_is_retried_until_it_succeeds(dra_driver, dra_objects, pe
     driver = dra_driver(devices=("dev-0",))
     driver.fail_prepare("injected prepare failure", per_claim=per_claim)
     pod = dra_objects.claim_pod("prepfail", driver)
-    driver.wait_for_call(PREPARE, ok=False)
+    # The first prepare of a new pod may be refused (node authorizer lag) and retried at the resync.
+    driver.wait_for_call(PREPARE, ok=False, timeout=timeouts.CLAIM_POD_START)
     event = pod.wait_prepare_refusal()
     assert "injected prepare failure" in event
     assert pod.read().status.phase == "Pending"
