@@ -4,7 +4,7 @@ import json
 import pytest
 
 from device_conformance.errors import BadInput
-from device_conformance.toolchain import cache, gobuild
+from device_conformance.toolchain import cache, go_tmpdir
 from device_conformance.toolchain import containerd as containerd_build
 
 MODULE = "github.com/containerd/containerd/v2"
@@ -23,7 +23,7 @@ def test_install_commands_build_daemon_ctr_and_shim_at_one_version():
 
 def test_missing_go_toolchain_is_reported_when_containerd_must_be_built(monkeypatch, tmp_path):
     monkeypatch.setenv("DEVICE_CONFORMANCE_CACHE", str(tmp_path))
-    monkeypatch.setattr(gobuild.shutil, "which", lambda _: None)
+    monkeypatch.setattr(go_tmpdir.shutil, "which", lambda _: None)
     with pytest.raises(BadInput) as excinfo:
         containerd_build.ensure_containerd("v2.3.4", progress=lambda _: None)
     assert "containerd v2.3.4" in excinfo.value.problem and "Go >= 1.26" in excinfo.value.fix

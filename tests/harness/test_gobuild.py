@@ -2,7 +2,7 @@ import pytest
 
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.toolchain import gobuild
+from device_conformance.toolchain import go_tmpdir, gobuild
 
 KUBERNETES_GOMOD = """module k8s.io/kubernetes
 
@@ -44,7 +44,7 @@ def test_ldflags_stamp_the_version_into_both_version_packages():
 
 
 def test_missing_go_toolchain_names_both_fixes(monkeypatch):
-    monkeypatch.setattr(gobuild.shutil, "which", lambda _: None)
+    monkeypatch.setattr(go_tmpdir.shutil, "which", lambda _: None)
     with pytest.raises(BadInput) as excinfo:
         gobuild.module_gomod(KubeVersion(1, 37, 1))
     assert "K8S_BIN_DIR" in excinfo.value.fix and "Go" in excinfo.value.fix

@@ -158,4 +158,9 @@ def _cleanup(_: argparse.Namespace) -> int:
     engines = PrivateDockerd.cleanup_stale(print)
     if engines:
         print(f"stopped {len(engines)} private dockerd(s) left by killed kind sessions")
+    from device_conformance.toolchain.go_tmpdir import go_tmp_root, remove_orphans
+
+    orphans = remove_orphans(go_tmp_root())
+    if orphans:
+        print(f"removed the Go work directories of {len(orphans)} killed process(es) under {go_tmp_root()}")
     return 0

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -22,6 +21,7 @@ from typing import Any
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.go_tmpdir import which_go
 
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 PROGRESS_EVERY_SECONDS = 15
@@ -33,7 +33,7 @@ K8S_ALTERNATIVE = (
 
 
 def go_binary(what: str = "Kubernetes binaries", alternative: str | None = K8S_ALTERNATIVE) -> str:
-    go = shutil.which("go")
+    go = which_go()
     if go is None:
         raise BadInput(
             f"no {what} are available and no Go toolchain is on PATH to build them",

@@ -9,12 +9,12 @@ nodes pull from and passes --node-agent-image.
 from __future__ import annotations
 
 import hashlib
-import shutil
 import tempfile
 from pathlib import Path
 
 from device_conformance.errors import BadInput
 from device_conformance.process import run
+from device_conformance.toolchain.go_tmpdir import which_go
 from device_conformance.toolchain.images.build import BUSYBOX, Image
 from device_conformance.toolchain.images.oci import Layer, write_oci_tarball
 
@@ -71,7 +71,7 @@ def _busybox() -> bytes:
 
 
 def _build(source: bytes) -> bytes:
-    go = shutil.which("go")
+    go = which_go()
     if go is None:
         raise BadInput(
             "no Go toolchain on PATH to build the node agent (agent.go, standard library only)",

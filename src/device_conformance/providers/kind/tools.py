@@ -14,6 +14,7 @@ from device_conformance.expectations.kind import KIND_INSTALL_VERSION, minimum_k
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.process import run
 from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.go_tmpdir import which_go
 
 _KIND_VERSION_RE = re.compile(r"kind v(\d+)\.(\d+)\.(\d+)")
 
@@ -71,7 +72,7 @@ def install_kind(progress: Callable[[str], None] = print, version: str = KIND_IN
     binary = target / "kind"
     if binary.exists():
         return binary
-    go = shutil.which("go")
+    go = which_go()
     if go is None:
         raise BadInput(
             "kind is missing and there is no Go toolchain to build it",

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.go_tmpdir import which_go
 
 PROGRAM = "dc-kind-validate"
 # The node image's containerd config as kind ships it in its base image (the file kind patches).
@@ -49,7 +50,7 @@ class KindValidator:
 
     @classmethod
     def build(cls, kind_version: str) -> KindValidator:
-        go = shutil.which("go")
+        go = which_go()
         if go is None:
             raise BadInput("checking kind configs with kind's loader needs Go", "install Go (https://go.dev/dl)")
         source = (resources.files("device_conformance.providers.kind") / "validate" / "main.go").read_bytes()
