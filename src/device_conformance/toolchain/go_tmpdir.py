@@ -15,6 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
+from device_conformance.process import pid_alive
 from device_conformance.toolchain.cache import cache_root
 
 ENV = "GOTMPDIR"
@@ -59,17 +60,7 @@ def remove_orphans(root: Path) -> list[Path]:
         return []
     removed = []
     for entry in sorted(root.iterdir()):
-        if entry.name.isdigit() and not _alive(int(entry.name)):
+        if entry.name.isdigit() and not pid_alive(int(entry.name)):
             shutil.rmtree(entry, ignore_errors=True)
             removed.append(entry)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process: alive
-    return True
