@@ -1,5 +1,9 @@
 """The subject's process when the certifier starts it (`--command`): own session, output to a log,
-stopped with SIGTERM (then SIGKILL) to its whole process group, restartable for the restart clauses."""
+stopped with SIGTERM (then SIGKILL) to its whole process group, restartable for the restart clauses.
+
+It remembers every exit the tool did not ask for (`crashes`), found when it is polled, stopped or restarted,
+so a crash is still seen when a step restarted the subject before the step ended (certify/crash.py).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from device_conformance.process import kill_group_of_reaped_leader
@@ -14,6 +19,9 @@ from device_conformance.process import kill_group_of_reaped_leader
 # A vendor binary gets this long to exit on SIGTERM before it is killed (the kubelet's pods get 30 s by
 # default; a plugin process on its own should need far less).
 STOP_GRACE = 10.0
+# Lines of the subject's log quoted in a FAIL's evidence: enough for a Go panic's message and the top of its
+# goroutine trace, short enough to read in a report.
+LOG_TAIL_LINES = 15
 
 
 class SubjectProcess:
@@ -22,6 +30,10 @@ class SubjectProcess:
         self._env = {**os.environ, **(env or {})}
         self._proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        self.started_at = 0.0  # time.monotonic() of the last start
+        # Exits the tool did not cause, in order ("exit 2", "killed by SIGSEGV"), one per process start.
+        self.crashes: list[str] = []
+        self._crash_seen_for = 0  # the start number whose crash is already in `crashes`
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -37,13 +49,24 @@ class SubjectProcess:
                 env=self._env,
             )
         self.starts += 1
+        self.started_at = time.monotonic()
 
     @property
     def pid(self) -> int | None:
         return self._proc.pid if self._proc else None
 
     def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
+        alive = self._proc is not None and self._proc.poll() is None
+        if not alive:
+            self._note_crash()
+        return alive
+
+    def _note_crash(self) -> None:
+        """Record the current process's exit once, when it ended without the tool stopping it."""
+        if self._proc is None or self._proc.poll() is None or self._crash_seen_for == self.starts:
+            return
+        self._crash_seen_for = self.starts
+        self.crashes.append(self.exit_status())
 
     def exited_within(self, seconds: float) -> bool:
         """Whether it has ended, or ends within `seconds`: a process that closed its socket while dying may
@@ -54,6 +77,7 @@ class SubjectProcess:
             self._proc.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
             return False
+        self._note_crash()
         return True
 
     def exit_status(self) -> str:
@@ -68,7 +92,9 @@ class SubjectProcess:
         proc = self._proc
         if proc is None:
             return "not started"
+        self._note_crash()  # an exit before we signal is the subject's own
         if proc.poll() is None:
+            self._crash_seen_for = self.starts  # this exit is ours
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
             try:
@@ -86,7 +112,7 @@ class SubjectProcess:
         self.start()
         return ended
 
-    def log_tail(self, lines: int = 20) -> list[str]:
+    def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
         try:
             return self.log_path.read_text(errors="replace").splitlines()[-lines:]
         except OSError:

@@ -35,6 +35,13 @@ class ClauseResult:
     message: str
     evidence: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    # The tool's own traceback lines at the end of `evidence` (an exception no step foresaw); crash.py drops
+    # them when the subject crashed, since then they say only how the tool noticed.
+    trace: list[str] = field(default_factory=list, repr=False, compare=False)
+
+    def step_evidence(self) -> list[str]:
+        """The evidence without the tool's traceback."""
+        return self.evidence[: len(self.evidence) - len(self.trace)]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,7 +122,7 @@ Step = Callable[[Evidence], str | None]
 
 def run_step(clause: Clause, step: Step) -> ClauseResult:
     """Run one check step; its return value is the PASS message."""
-    evidence, started = Evidence(), time.monotonic()
+    evidence, started, trace = Evidence(), time.monotonic(), []
     try:
         message, verdict = step(evidence) or "as required", PASS
     except ClauseFailed as exc:
@@ -124,5 +131,6 @@ def run_step(clause: Clause, step: Step) -> ClauseResult:
         message, verdict = str(exc), NOT_APPLICABLE
     except Exception as exc:  # the subject misbehaving in a way no step foresaw is still its failure
         message, verdict = f"{type(exc).__name__}: {exc}", FAIL
-        evidence.extend(traceback.format_exc().rstrip().splitlines()[-6:])
-    return ClauseResult(clause, verdict, message, evidence.lines, time.monotonic() - started)
+        trace = traceback.format_exc().rstrip().splitlines()[-6:]
+        evidence.extend(trace)
+    return ClauseResult(clause, verdict, message, evidence.lines, time.monotonic() - started, trace)
