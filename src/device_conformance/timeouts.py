@@ -219,3 +219,24 @@ SUCCEEDED_POD_NOT_READMITTED_WINDOW = 60
 # A stopped DRA driver's devices turn Unknown in the pod status: upstream's e2e waits up to 2 minutes
 # (test/e2e_node/dra_test.go, "Resource Health", the stopped-plugin case).
 DRA_HEALTH_UNKNOWN = 120
+
+# -- Processes the harness starts: budgets counted in their progress, not in wall time ----------------
+# wait/progress.py: a start goes on while the process uses CPU, is runnable or writes its log; a live
+# process gives up only after a STALL without any of these (asleep and silent: hung, or SIGSTOPped), and
+# only a process busy forever reaches the CEILING. A fixed wall-clock budget lost to a 2-core machine at
+# load 8.7 (every Python process compiling its imports from source): a fake that answers 0.3 s after its
+# start when idle had not opened its control socket after 20 s.
+
+# A fake device plugin or DRA driver to answer on its control socket (about 0.3 s of CPU when idle).
+FAKE_START_STALL = 60
+FAKE_START_CEILING = 600
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, containerd, the kubelet, a private dockerd
+# to answer its health check: each logs as it starts, and the ones it waits on are up already.
+COMPONENT_START_STALL = 120
+COMPONENT_START_CEILING = 900
+# `ctr images import` of a local OCI tarball: ctr streams it, containerd unpacks it (both watched).
+IMAGE_IMPORT_STALL = 120
+IMAGE_IMPORT_CEILING = 1800
+# The node agent's pod to run and its agent to answer: the cluster's own progress (pod status changes).
+NODE_AGENT_STALL = 180
+NODE_AGENT_CEILING = 900

@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
-
 from device_conformance.errors import WaitTimeout
 
 T = TypeVar("T")
@@ -44,6 +42,9 @@ def until(
     max_interval: float = 1.0,
 ) -> T:
     """Poll probe until it yields a value; interval grows from `interval` up to `max_interval`."""
+    # Imported here: fakes import this module for Pending and Abort, and a fake's start should not pay for it.
+    from tenacity import RetryError, Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
     history: list[str] = []
     started = time.monotonic()
     last = ["nothing yet"]

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, TypeVar
 
 import grpc
 
+from device_conformance import timeouts
 from device_conformance.errors import ConformanceError
 from device_conformance.fakes.common.calls import RPC, Call, Registration, read_calls, summarize
 from device_conformance.fakes.common.control import ControlClient, ControlError
@@ -71,7 +72,9 @@ class FakeHandle(ProcessHandle):
     REGISTRATION_KIND: ClassVar[str] = RPC
     WAIT_TIMEOUT: ClassVar[float]  # default of the wait_for_* methods
     CONTROL_TIMEOUT: ClassVar[float]
-    READY_TIMEOUT: ClassVar[float]
+    # Seconds a starting fake may go without progress (CPU, its log) before it counts as hung: not a wall-clock
+    # budget, which a starved machine exceeds (wait/progress.py).
+    START_STALL: ClassVar[float] = timeouts.FAKE_START_STALL
 
     def __init__(self, title: str, process: FakeProcess, control_socket: str, call_log: str) -> None:
         self.title, self.process, self.control_socket, self.call_log = title, process, control_socket, call_log
@@ -87,24 +90,25 @@ class FakeHandle(ProcessHandle):
         """SIGTERM and wait (SIGKILL after timeout); returns the exit code (0 = clean shutdown)."""
         return self.process.stop(timeout)
 
-    def respawn(self, timeout: float | None = None) -> None:
+    def respawn(self, stall: float | None = None) -> None:
         """Start the fake again after kill() or stop(), same config: same sockets, and the call log
-        continues (seq goes on). Like a plugin pod being re-created on the node."""
+        continues (seq goes on). Like a plugin pod being re-created on the node. `stall`: seconds without
+        progress before a start counts as hung (default START_STALL)."""
         if self.is_running():
             raise ConformanceError(f"{self.name} is still running; kill() or stop() it before respawn()")
         self.process.spawn(
             lambda: self.control("ping"),
             f"{self.title} to answer on {self.control_socket}",
-            self.READY_TIMEOUT if timeout is None else timeout,
+            self.START_STALL if stall is None else stall,
         )
 
-    def restart(self, *, kill: bool = False, timeout: float | None = None) -> None:
+    def restart(self, *, kill: bool = False, stall: float | None = None) -> None:
         """Stop (or SIGKILL) and start again with the same config."""
         if kill:
             self.kill()
         else:
             self.stop()
-        self.respawn(timeout)
+        self.respawn(stall)
 
     def cleanup(self) -> None:
         """Idempotent: no process, no socket and no temporary directory left behind."""

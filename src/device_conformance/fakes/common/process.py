@@ -11,9 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from device_conformance import timeouts
 from device_conformance.errors import ConformanceError, WaitTimeout
 from device_conformance.process import kill_group_of_reaped_leader
-from device_conformance.wait.core import Abort, until
+from device_conformance.wait.core import Abort
+from device_conformance.wait.progress import Budget, of_process, until_progressing
 
 # Fakes answer within milliseconds; a short fixed interval keeps waits on them short.
 POLL_INTERVAL = 0.05
@@ -42,9 +44,16 @@ class FakeProcess:
     def is_running(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
-    def spawn(self, ping: Callable[[], Any], what: str, timeout: float) -> None:
-        """Start the process and wait until ping() answers; a process that exits or never answers is
-        killed and reported with its log."""
+    def spawn(
+        self,
+        ping: Callable[[], Any],
+        what: str,
+        stall: float = timeouts.FAKE_START_STALL,
+        ceiling: float = timeouts.FAKE_START_CEILING,
+    ) -> None:
+        """Start the process and wait until ping() answers, for as long as it makes progress (wait/progress.py):
+        a process that exits is reported at once with its log; one that used no CPU and wrote nothing for
+        `stall` seconds, or still did not answer at `ceiling`, is killed and reported with its log."""
         with open(self.log_path, "ab") as log:
             log.write(f"=== starting: {' '.join(self.argv)}\n".encode())
             log.flush()
@@ -64,7 +73,14 @@ class FakeProcess:
             return ping()
 
         try:
-            until(probe, what=what, timeout=timeout, interval=POLL_INTERVAL, max_interval=POLL_INTERVAL)
+            until_progressing(
+                probe,
+                what=what,
+                progress=of_process(lambda: self.pid, [self.log_path]),
+                budget=Budget(stall, max(ceiling, stall)),
+                interval=POLL_INTERVAL,
+                max_interval=POLL_INTERVAL,
+            )
         except (Abort, WaitTimeout) as err:
             self.kill()
             raise FakeStartError(f"{err}\n  log {self.log_path}:\n{self.log_tail()}") from None

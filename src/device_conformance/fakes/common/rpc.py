@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import grpc
-from google.protobuf.json_format import MessageToDict
 from google.protobuf.message import Message
 
 from device_conformance.fakes.common.calls import Call, CallLog
@@ -19,6 +18,10 @@ M = TypeVar("M", bound=Message)
 
 
 def to_dict(message: Message) -> dict[str, Any]:
+    # Imported at the first call, not at start: json_format pulls in descriptor_pool and text_format (about
+    # 50 ms of compiling with no bytecode cache) before the fake's control socket could answer.
+    from google.protobuf.json_format import MessageToDict
+
     # Defaults included: a test must see plugin_registered=False and empty device lists explicitly.
     return MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
 

@@ -51,7 +51,6 @@ class DevicePluginHandle(FakeHandle):
     REGISTRATION_KIND = REGISTER
     WAIT_TIMEOUT = 10.0
     CONTROL_TIMEOUT = 30.0
-    READY_TIMEOUT = 30.0
 
     def __init__(self, config: DevicePluginConfig, workdir: Path, python: str = sys.executable) -> None:
         """Use start(); config must have control_socket and call_log filled in."""
@@ -66,10 +65,16 @@ class DevicePluginHandle(FakeHandle):
 
     @classmethod
     def start(
-        cls, config: DevicePluginConfig, workdir: str | Path, *, timeout: float = 30.0, python: str = sys.executable
+        cls,
+        config: DevicePluginConfig,
+        workdir: str | Path,
+        *,
+        stall: float | None = None,
+        python: str = sys.executable,
     ) -> DevicePluginHandle:
         """Spawn the plugin (own session, output to <workdir>/<socket stem>.log) and wait until its
-        control socket answers, which is after it serves and made its first registration attempt."""
+        control socket answers, which is after it serves and made its first registration attempt; for as
+        long as it makes progress (`stall`: seconds without any before it counts as hung)."""
         workdir = Path(workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         stem = Path(config.socket_name).stem
@@ -86,7 +91,7 @@ class DevicePluginHandle(FakeHandle):
             check_socket_path(config.kubelet_socket_path, "kubelet socket")
             check_socket_path(config.control_socket, "control socket")
             config.save(handle.config_path)
-            handle.respawn(timeout)
+            handle.respawn(stall)
         except BaseException:
             handle.cleanup()
             raise

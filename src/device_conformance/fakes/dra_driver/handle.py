@@ -33,8 +33,9 @@ PUBLISH_TIMEOUT = 120.0
 PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 
 
-def start(config: DriverConfig, workdir: str | os.PathLike[str], *, ready_timeout: float = 20.0) -> DraDriverHandle:
-    """Spawn the driver in its own session, wait until its control socket answers, return the handle.
+def start(config: DriverConfig, workdir: str | os.PathLike[str], *, stall: float | None = None) -> DraDriverHandle:
+    """Spawn the driver in its own session, wait until its control socket answers, return the handle. The
+    wait lasts as long as the process makes progress; `stall`: seconds without any before it counts as hung.
 
     Filled in when empty: call_log (<workdir>/calls.jsonl), state_file (<workdir>/state.json) and
     control_socket (<workdir>/driver.ctl, or in a short directory under /tmp removed by cleanup()).
@@ -55,7 +56,7 @@ def start(config: DriverConfig, workdir: str | os.PathLike[str], *, ready_timeou
     try:
         config.validate()
         handle.config_path.write_text(config.to_json())
-        handle.respawn(ready_timeout)
+        handle.respawn(stall)
     except BaseException:
         handle.cleanup()  # the caller gets no handle to clean up with
         raise
@@ -79,7 +80,6 @@ class DraDriverHandle(FakeHandle):
     REGISTRATION_METHOD = "NotifyRegistrationStatus"
     WAIT_TIMEOUT = 60.0
     CONTROL_TIMEOUT = 10.0
-    READY_TIMEOUT = 20.0
 
     def __init__(self, config: DriverConfig, workdir: Path) -> None:
         """Use start(); config must have control_socket, call_log and state_file filled in."""
