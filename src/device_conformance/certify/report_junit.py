@@ -1,10 +1,15 @@
 """JUnit XML: one testsuite per certification, one testcase per clause (FAIL = failure, NOT APPLICABLE =
-skipped), evidence in system-out; CI systems render it without knowing anything about this tool."""
+skipped), evidence in system-out; CI systems render it without knowing anything about this tool.
+
+Every clause is listed (report.md and report.html count the NOT APPLICABLE ones by reason instead). Control
+characters are written escaped (`\\x00`): XML 1.0 cannot hold most of them at all (its Char production,
+https://www.w3.org/TR/xml/#charsets), and ElementTree would write them raw into a file no parser reads."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from device_conformance.certify.report_text import visible
 from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, Certification
 
 
@@ -12,7 +17,7 @@ def render(cert: Certification) -> str:
     counts = cert.counts()
     suite = ET.Element(
         "testsuite",
-        name=f"certify {cert.subject.kind} {cert.subject.name}",
+        name=visible(f"certify {cert.subject.kind} {cert.subject.name}"),
         tests=str(len(cert.results)),
         failures=str(counts[FAIL]),
         errors="0",
@@ -26,20 +31,20 @@ def render(cert: Certification) -> str:
         ("subject.command", cert.subject.command),
         ("api_versions", "; ".join(cert.api_versions)),
     ):
-        ET.SubElement(props, "property", name=name, value=value)
+        ET.SubElement(props, "property", name=name, value=visible(value))
     for result in cert.results:
         case = ET.SubElement(
             suite,
             "testcase",
             classname=f"certify.{cert.subject.kind}",
-            name=f"{result.clause.id}: {result.clause.title}",
+            name=visible(f"{result.clause.id}: {result.clause.title}"),
             time=f"{result.seconds:.3f}",
         )
         if result.verdict == FAIL:
-            ET.SubElement(case, "failure", message=result.message).text = result.clause.rule
+            ET.SubElement(case, "failure", message=visible(result.message)).text = result.clause.rule
         elif result.verdict == NOT_APPLICABLE:
-            ET.SubElement(case, "skipped", message=f"NOT APPLICABLE: {result.message}")
+            ET.SubElement(case, "skipped", message=visible(f"NOT APPLICABLE: {result.message}"))
         lines = [f"rule: {result.clause.rule}", f"source: {result.clause.source}", *result.evidence]
-        ET.SubElement(case, "system-out").text = "\n".join(lines)
+        ET.SubElement(case, "system-out").text = visible("\n".join(lines))
     ET.indent(suite)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

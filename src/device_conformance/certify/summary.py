@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from device_conformance.certify.report_text import one_line
 from device_conformance.certify.verdicts import VERDICTS
 from device_conformance.errors import BadInput
 
@@ -51,7 +52,8 @@ def read_reports(root: Path) -> list[ReportRow]:
 def render(rows: list[ReportRow]) -> str:
     lines = ["| report | subject | mode | PASS | FAIL | NOT APPLICABLE | result |", "|---|---|---|---|---|---|---|"]
     lines += [
-        f"| {r.folder} | {r.subject} | {r.mode} | "
+        # A subject's name is its vendor's text: printed with control characters escaped (report_text).
+        f"| {one_line(r.folder)} | {one_line(r.subject)} | {one_line(r.mode)} | "
         + " | ".join(str(r.counts[v]) for v in VERDICTS)
         + f" | {'PASSED' if r.passed else 'FAILED'} |"
         for r in rows

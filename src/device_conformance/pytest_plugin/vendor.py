@@ -38,6 +38,10 @@ RESULTS = pytest.StashKey[dict[str, ClauseResult]]()
 STARTED = pytest.StashKey[float]()
 E2E_MODE = "e2e: the suites' black-box tests on a real cluster (provider {provider}, Kubernetes {version})"
 EVIDENCE_LINES = 40
+# The report sections fixtures/vendor.py attaches for the subject (attach_on_failure), and the marker line its
+# handles' report() puts before the subject's output (vendor_handles.py: "--- output (last 80 lines) ---").
+SUBJECT_SECTIONS = ("vendor device plugin ", "vendor DRA driver ")
+SUBJECT_LOG_LINES = 20
 
 
 def _vendor_given(config: pytest.Config) -> bool:
@@ -157,6 +161,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     verdict, message, evidence = _verdict(report)
     if verdict is None:
         return
+    if verdict == FAIL:
+        evidence += subject_log_evidence(report.sections)
     if current is not None and current.verdict == FAIL:
         return  # a failed call stays failed whatever teardown did
     if current is not None and report.when == "teardown" and verdict == PASS:
@@ -183,6 +189,17 @@ def _verdict(report: pytest.TestReport) -> tuple[str | None, str, list[str]]:
             return FAIL, f"passed where a known kubelet bug was expected: {report.wasxfail}", []
         return PASS, "as required", []
     return None, "", []
+
+
+def subject_log_evidence(sections: Iterable[tuple[str, str]], lines: int = SUBJECT_LOG_LINES) -> list[str]:
+    """The subject's log tail from a failed test's report sections, as evidence lines ([] without one)."""
+    for title, text in sections:
+        if title.startswith(SUBJECT_SECTIONS):
+            log = text.splitlines()
+            starts = [n for n, line in enumerate(log) if line.startswith("--- ") and line.endswith(" ---")]
+            tail = log[starts[-1] + 1 :] if starts else log
+            return [f"--- subject log ({title}), last {lines} lines ---", *tail[-lines:]]
+    return []
 
 
 _CONFIG: list[pytest.Config] = []
