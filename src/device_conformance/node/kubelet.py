@@ -9,12 +9,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from device_conformance import timeouts
 from device_conformance.errors import BadInput, ConformanceError, WaitTimeout
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.transport import KubeletService
 from device_conformance.wait.core import Abort, Pending, until
+from device_conformance.wait.progress import Budget, of_values, until_progressing
 
 STOP_TIMEOUT = 60
+# A (re)started kubelet gets healthy for as long as it keeps writing its log (wait/progress.py); a wall-clock
+# limit here was one a starved machine could exceed.
+START_BUDGET = Budget(timeouts.COMPONENT_START_STALL, timeouts.COMPONENT_START_CEILING)
+# `docker restart` of a kind node (a command with its own limit).
 START_TIMEOUT = 120
 # How long a supervisor may take to start a SIGKILLed kubelet again (kind's kubelet.service: RestartSec=1s).
 CRASH_RESTART_TIMEOUT = 30
@@ -40,9 +46,10 @@ class KubeletControl:
     def healthy(self) -> bool:
         return self.service.healthy()
 
-    def wait_healthy(self, timeout: float = START_TIMEOUT) -> None:
-        """Wait for /healthz to answer ok; ConformanceError (with the kubelet's log since its start) when
-        it does not within `timeout`, or at once when the kubelet exited for good."""
+    def wait_healthy(self, timeout: float | None = None) -> None:
+        """Wait for /healthz to answer ok; ConformanceError (with the kubelet's log since its start) at once
+        when the kubelet exited for good. Without `timeout`, for as long as the kubelet writes its log (and at
+        most START_BUDGET's ceiling); a caller's `timeout` is a claim about the kubelet, kept in wall time."""
 
         def probe() -> bool | Pending:
             if self.service.healthy():
@@ -52,13 +59,13 @@ class KubeletControl:
                 raise Abort(f"the kubelet on {self.node} {gone}")
             return Pending(f"healthz on {self.node} does not answer ok")
 
+        budget = START_BUDGET if timeout is None else Budget(timeout, timeout)
         try:
-            until(
+            until_progressing(
                 probe,
                 what=f"the kubelet on {self.node} to be healthy",
-                timeout=timeout,
-                interval=0.05,
-                max_interval=0.5,
+                progress=of_values(lambda: (self.service.pid(), self.service.log_mark()), "kubelet (pid, log mark): "),
+                budget=budget,
             )
         except (Abort, WaitTimeout) as exc:
             raise ConformanceError(f"{exc}\n{self._log_tail()}") from None

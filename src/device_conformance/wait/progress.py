@@ -17,19 +17,23 @@ WaitTimeout at `budget.ceiling` seconds, which only a process busy forever (a sp
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from device_conformance.errors import ConformanceError, WaitTimeout
+from device_conformance.errors import CommandError, ConformanceError, WaitTimeout
 from device_conformance.wait.core import Abort, Pending
 
 T = TypeVar("T")
 
-__all__ = ["Budget", "Reading", "Stalled", "of_process", "of_processes", "of_values", "until_progressing"]
+__all__ = ["Budget", "Reading", "Stalled", "nothing", "of_process", "of_processes", "of_values", "until_progressing"]
 
 
 @dataclass(frozen=True)
@@ -182,6 +186,11 @@ _CLOCK_TICKS = _clock_ticks()
 # -- the wait ---------------------------------------------------------------------------------------
 
 
+def nothing() -> Reading:
+    """No progress signal of its own: only changes in what the probe sees count."""
+    return Reading(None, False, "no process watched")
+
+
 def until_progressing(
     probe: Callable[[], T | Pending | None],
     *,
@@ -195,7 +204,8 @@ def until_progressing(
 ) -> T:
     """Call probe until it yields a value (like wait.core.until), for as long as `progress` shows the awaited
     process alive and working; Abort from the probe ends the wait at once. A probe that raises anything else
-    has "not yet" seen the event (the socket is not there yet)."""
+    has "not yet" seen the event (the socket is not there yet). A change in what the probe sees (its Pending
+    text) counts as progress too."""
     started = clock()
     last_progress = started
     last_reading = progress()
@@ -212,10 +222,11 @@ def until_progressing(
             return result
         now = clock()
         current = result.seen if isinstance(result, Pending) else "condition false"
-        if current != seen:
+        reading = progress()
+        if current != seen:  # what the probe sees changed: the awaited thing is moving
             history.append(f"{now - started:.1f}s {current}")
             seen = current
-        reading = progress()
+            last_progress = now
         if reading.busy or reading.token != last_reading.token:
             last_progress = now
         last_reading = reading
@@ -225,3 +236,44 @@ def until_progressing(
             raise WaitTimeout(f"{what} (still making progress: {reading.text})", budget.ceiling, seen, history)
         sleep(delay)
         delay = min(delay * 2, max_interval)
+
+
+def run_progressing(
+    argv: Sequence[str],
+    *,
+    what: str,
+    budget: Budget,
+    watch: Callable[[], Iterable[int]] = tuple,
+    env: dict[str, str] | None = None,
+) -> str:
+    """Run argv to its end for as long as it (or the processes `watch` gives, e.g. the daemon doing the work
+    it asked for) makes progress; returns its output. CommandError on a non-zero exit; Stalled or
+    WaitTimeout (the command killed, its output quoted) when it hung."""
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            list(argv), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+
+        def output() -> str:
+            out.seek(0)
+            return out.read().decode(errors="replace")
+
+        def pids() -> list[int]:
+            return [proc.pid, *watch()]
+
+        try:
+            code = until_progressing(
+                lambda: proc.poll() if proc.poll() is not None else Pending(f"pid {proc.pid} running"),
+                what=what,
+                progress=of_processes(pids),
+                budget=budget,
+            )
+        except WaitTimeout as err:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            tail = "\n".join(output().splitlines()[-20:])
+            raise ConformanceError(f"{err}\n  output:\n{tail}") from None
+        if code != 0:
+            raise CommandError(list(argv), code, output())
+        return output()

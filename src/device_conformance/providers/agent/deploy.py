@@ -19,14 +19,18 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from device_conformance import timeouts
 from device_conformance.errors import BadInput, ConformanceError, WaitTimeout
 from device_conformance.kube.client import Kube
 from device_conformance.providers.agent import manifest
 from device_conformance.providers.agent.agent_node import AgentNode, AgentTransport
 from device_conformance.providers.agent.client import AgentClient
 from device_conformance.wait.core import Abort, Pending, until
+from device_conformance.wait.progress import Budget, nothing, until_progressing
 
-AGENT_READY_TIMEOUT = 120
+# The agent's pod runs and its agent answers for as long as what we see of it changes (pod phase, container
+# state, the connection error): wait/progress.py. The pod runs on another machine: no CPU to watch here.
+AGENT_READY_BUDGET = Budget(timeouts.NODE_AGENT_STALL, timeouts.NODE_AGENT_CEILING)
 NAMESPACE_GONE_TIMEOUT = 180
 # The agent listens on the node's IP; a session picks a port in this range (a second session on the same
 # node picks another; a taken port fails that pod with "address already in use" in its log).
@@ -141,19 +145,31 @@ class AgentDeployment:
                     )
             if pod.status.phase == "Running" and pod.status.host_ip:
                 return pod.status.host_ip
-            return Pending(f"pod phase {pod.status.phase}")
+            states = [f"{s.name}: {_state(s.state)}" for s in pod.status.container_statuses or []]
+            conditions = [f"{c.type}={c.status}" for c in pod.status.conditions or []]
+            return Pending(f"pod phase {pod.status.phase}, conditions {conditions}, containers {states}")
 
         try:
-            return until(probe, what=f"the node agent on {node} to run", timeout=AGENT_READY_TIMEOUT)
+            return until_progressing(
+                probe,
+                what=f"the node agent on {node} to run",
+                progress=nothing,
+                budget=AGENT_READY_BUDGET,
+                interval=0.2,
+                max_interval=1.0,
+            )
         except (Abort, WaitTimeout) as exc:
             raise ConformanceError(str(exc)) from None
 
     def _wait_answers(self, transport: AgentTransport) -> None:
         try:
-            until(
-                lambda: transport.run_in_agent(["true"]) == b"",
+            until_progressing(
+                lambda: transport.run_in_agent(["true"]) == b"" or None,
                 what=f"the {transport.client} to answer",
-                timeout=AGENT_READY_TIMEOUT,
+                progress=nothing,
+                budget=AGENT_READY_BUDGET,
+                interval=0.2,
+                max_interval=1.0,
             )
         except WaitTimeout as exc:
             raise ConformanceError(
@@ -211,3 +227,11 @@ def cleanup(kube: Kube, log: Log = print) -> list[str]:
 
 def _why(exc: object) -> str:
     return f"{getattr(exc, 'status', '?')} {getattr(exc, 'reason', '')}: {getattr(exc, 'body', '')}"[:500]
+
+
+def _state(state: object) -> str:
+    """waiting (with its reason), running or terminated: what a container is doing, for progress and messages."""
+    waiting = getattr(state, "waiting", None)
+    if waiting is not None:
+        return f"waiting {waiting.reason}"
+    return next((k for k in ("running", "terminated") if getattr(state, k, None) is not None), "unknown")

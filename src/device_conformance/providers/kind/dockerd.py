@@ -27,16 +27,19 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from device_conformance import timeouts
 from device_conformance.dockercli import Docker
 from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.process import pid_alive, terminate
 from device_conformance.providers.kind import capwrap
-from device_conformance.wait.core import Abort, Pending, until
+from device_conformance.wait.core import Abort, Pending
+from device_conformance.wait.progress import Budget, of_process, until_progressing
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 # Written by dockerd 20.10 outside its roots whatever the flags: removed on stop if it created them.
 HOST_FILES = (Path("/etc/docker/key.json"), Path("/run/docker"))
-START_TIMEOUT = 60
+# dockerd answers for as long as it makes progress (CPU, its log): wait/progress.py.
+START_BUDGET = Budget(timeouts.COMPONENT_START_STALL, timeouts.COMPONENT_START_CEILING)
 WRAPPER_RUNTIME = "dc-capwrap"
 KIND_NETWORK = "kind"
 # Marks what we create, so nothing else is ever removed by name alone.
@@ -179,7 +182,15 @@ class PrivateDockerd:
             return True if problem is None else Pending(problem)
 
         try:
-            until(probe, what="the private dockerd to answer", timeout=START_TIMEOUT, interval=0.1)
+            until_progressing(
+                probe,
+                what="the private dockerd to answer",
+                progress=of_process(
+                    lambda: self.process.pid if self.process else self.pid, [self.root / "dockerd.log"]
+                ),
+                budget=START_BUDGET,
+                interval=0.1,
+            )
         except Abort as exc:
             raise ConformanceError(str(exc)) from None
 

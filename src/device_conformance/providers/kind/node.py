@@ -110,9 +110,10 @@ class KindNode(NodeControl):
         return self.transport.run(argv, stdin=stdin, check=check, timeout=timeout).decode(errors="replace")
 
     def reboot(self, timeout: float = START_TIMEOUT) -> None:
-        """A real reboot of the node container (`docker restart`): every process of the node starts afresh."""
+        """A real reboot of the node container (`docker restart`, within `timeout`): every process of the node
+        starts afresh; then the kubelet healthy, for as long as it makes progress."""
         self.docker.run(["restart", "--time", "30", self.name], timeout=timeout)
-        self.kubelet.wait_healthy(timeout)
+        self.kubelet.wait_healthy()
 
     def describe(self) -> str:
         return f"kind node {self.name} (docker exec; mounts: {shlex.join(map(str, self.transport.mounts))})"

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from device_conformance import timeouts
 from device_conformance.errors import ConformanceError
 from device_conformance.expectations.cluster import control_plane_settings_for, settings_for
 from device_conformance.expectations.versions import KubeVersion
@@ -32,10 +33,13 @@ from device_conformance.providers.local.teardown import teardown
 from device_conformance.toolchain.binaries import KubernetesBinaries
 from device_conformance.toolchain.containerd import ContainerdBinaries
 from device_conformance.toolchain.images.build import PAUSE_IMAGE, Image
-from device_conformance.wait.core import Abort, Pending, until
+from device_conformance.wait.core import Abort, Pending
+from device_conformance.wait.progress import Budget, nothing, of_process, run_progressing, until_progressing
 
 Log = Callable[[str], None]
-STARTUP_TIMEOUT = 120
+# Components start for as long as they make progress (CPU, their log): wait/progress.py.
+STARTUP_BUDGET = Budget(timeouts.COMPONENT_START_STALL, timeouts.COMPONENT_START_CEILING)
+IMPORT_BUDGET = Budget(timeouts.IMAGE_IMPORT_STALL, timeouts.IMAGE_IMPORT_CEILING)
 
 
 class LocalCluster:
@@ -133,7 +137,9 @@ class LocalCluster:
         url = f"https://127.0.0.1:{self.ports.controller_manager}/metrics"
         return health.get(url, self.pki, timeout=10, verify=False)
 
-    def _wait_healthy(self, name: str, check: Callable[[], bool], timeout: float = STARTUP_TIMEOUT) -> None:
+    def _wait_healthy(self, name: str, check: Callable[[], bool], budget: Budget = STARTUP_BUDGET) -> None:
+        """Until check() holds, for as long as the component uses CPU or writes its log; at once when it died."""
+
         def probe() -> bool | Pending:
             process = self.state.process(name)
             if process is not None and not process.alive():
@@ -141,7 +147,13 @@ class LocalCluster:
             return True if check() else Pending(f"{name} not healthy yet")
 
         try:
-            until(probe, what=f"{name} to become healthy", timeout=timeout, interval=0.05, max_interval=0.5)
+            record = self.state.process(name)
+            until_progressing(
+                probe,
+                what=f"{name} to become healthy",
+                progress=of_process(record.pid, [self.layout.log(name)]) if record else nothing,
+                budget=budget,
+            )
         except (Abort, ConformanceError) as exc:
             raise ConformanceError(
                 f"{exc}\nlog tail of {name} ({self.layout.log(name)}):\n{self.log_tail(name)}"
@@ -214,8 +226,15 @@ class LocalCluster:
             env=components.containerd_env(self.containerd.directory, os.environ.get("PATH", "")),
         )
         self._wait_healthy("containerd", self._cri_answers)
+        containerd = self.state.process("containerd")
         for image in images:
-            run(self.ctr(["images", "import", "--no-unpack=false", str(image.tarball)]), timeout=120)
+            # ctr streams the tarball; containerd unpacks it: either working is progress.
+            run_progressing(
+                self.ctr(["images", "import", "--no-unpack=false", str(image.tarball)]),
+                what=f"containerd to import {image.tarball.name}",
+                budget=IMPORT_BUDGET,
+                watch=lambda: [containerd.pid] if containerd else [],
+            )
 
     @property
     def node_ip(self) -> str:
@@ -294,8 +313,8 @@ class LocalCluster:
     def kubelet_healthy(self) -> bool:
         return health.ok(f"http://127.0.0.1:{self.ports.kubelet_healthz}/healthz")
 
-    def wait_kubelet_healthy(self, timeout: float = STARTUP_TIMEOUT) -> None:
-        self._wait_healthy("kubelet", self.kubelet_healthy, timeout)
+    def wait_kubelet_healthy(self, budget: Budget = STARTUP_BUDGET) -> None:
+        self._wait_healthy("kubelet", self.kubelet_healthy, budget)
 
     def log_tail(self, name: str, lines: int = 40) -> str:
         try:
