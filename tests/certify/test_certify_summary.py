@@ -12,12 +12,12 @@ from device_conformance.cli.main import main
 from device_conformance.errors import BadInput
 
 
-def _report(folder: Path, *, passed: bool, fail: int = 0) -> Path:
+def _report(folder: Path, *, passed: bool, fail: int = 0, name: str = "upstream sample-device-plugin") -> Path:
     folder.mkdir(parents=True)
     (folder / "result.json").write_text(
         json.dumps(
             {
-                "subject": {"name": "upstream sample-device-plugin", "version": "v1.37.1"},
+                "subject": {"name": name, "version": "v1.37.1"},
                 "mode": "e2e (the suites against the subject on a real cluster)",
                 "counts": {"PASS": 6, "FAIL": fail, "NOT APPLICABLE": 55},
                 "passed": passed,
@@ -51,3 +51,9 @@ def test_a_folder_without_reports_or_with_a_foreign_json_is_bad_input(tmp_path):
     (tmp_path / "result.json").write_text('{"tests": 3}')
     with pytest.raises(BadInput, match="is not a certification result"):
         summary.read_reports(tmp_path)
+
+
+def test_a_subject_name_with_control_characters_is_printed_escaped(tmp_path):
+    _report(tmp_path / "ctl", passed=True, name="gpu\x1b[2J\x00")
+    rows = summary.render(summary.read_reports(tmp_path)).splitlines()[2:]
+    assert rows == ["| ctl | gpu\\x1b[2J\\x00 v1.37.1 | e2e | 6 | 0 | 55 | PASSED |"]

@@ -2,6 +2,9 @@
 without a cluster (the tool plays the kubelet) and write a report folder (issue 12, parts 1 and 3).
 
 Exit status: 0 when no clause FAILed, 1 when one did, 2 for bad input.
+
+`--out` starts clean: what an earlier certify run wrote there (report files, subject-* folders with the
+subject's log) is removed before the run; a folder holding anything else is refused (report.clean_report_dir).
 """
 
 from __future__ import annotations
@@ -13,8 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from device_conformance.certify import limits, summary
-from device_conformance.certify.report import write_report
+from device_conformance.certify import limits, report_text, summary
+from device_conformance.certify.report import SUBJECT_DIR_PREFIX, clean_report_dir, write_report
 from device_conformance.certify.report_markdown import summary_table
 from device_conformance.certify.verdicts import Certification
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
@@ -29,7 +32,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="start the subject with this shell command (after the tool serves the kubelet side); it is stopped "
         "afterwards. Without it, start the subject yourself: restart clauses are then NOT APPLICABLE",
     )
-    parser.add_argument("--out", default="certification", help="report folder (default ./certification)")
+    parser.add_argument(
+        "--out",
+        default="certification",
+        help="report folder (default ./certification); an earlier run's report there is replaced, a folder "
+        "holding anything else is refused",
+    )
     parser.add_argument("--subject-name", default="", help="the subject's name for the report")
     parser.add_argument("--subject-version", default="", help="the subject's version for the report")
 
@@ -105,14 +113,18 @@ def _quiet_grpc() -> None:
 
 def _finish(cert: Certification, out: str) -> int:
     paths = write_report(cert, Path(out))
+    print(report_text.ran_line(cert))
+    for result in report_text.failed(cert):
+        print(f"FAIL {report_text.fail_line(result)}")
     print(summary_table(cert))
     print(f"\n{'PASSED' if cert.passed else 'FAILED'}: {cert.counts()}; report in {paths['report.html'].parent}/")
     return 0 if cert.passed else 1
 
 
 def _workdir(out: str) -> Path:
-    Path(out).mkdir(parents=True, exist_ok=True)
-    return Path(tempfile.mkdtemp(prefix="subject-", dir=out))
+    """The subject's work folder (its log) in a clean report folder."""
+    clean_report_dir(Path(out))
+    return Path(tempfile.mkdtemp(prefix=SUBJECT_DIR_PREFIX, dir=out))
 
 
 def _device_plugin(args: argparse.Namespace) -> int:
@@ -160,8 +172,8 @@ def _sample_device_plugin(args: argparse.Namespace) -> int:
     from device_conformance.certify.device_plugin import DevicePluginTarget, certify_device_plugin
 
     version = KubeVersion.parse(args.k8s_version)
+    workdir = _workdir(args.out)  # a refused --out is known before minutes of building
     binary = upstream.build_sample_device_plugin(version, lambda line: print(line, file=sys.stderr))
-    workdir = _workdir(args.out)
     kubelet_root = Path(tempfile.mkdtemp(prefix="kubelet-", dir="/tmp"))  # short: sockets live there
     (kubelet_root / "device-plugins").mkdir()
     try:
@@ -191,8 +203,8 @@ def _dra_test_driver(args: argparse.Namespace) -> int:
     from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver
 
     version = KubeVersion.parse(args.k8s_version)
+    workdir = _workdir(args.out)  # a refused --out is known before minutes of building
     binary = upstream.build_dra_test_driver(version, lambda line: print(line, file=sys.stderr))
-    workdir = _workdir(args.out)
     root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: sockets live there
     try:
         target = DraDriverTarget(
