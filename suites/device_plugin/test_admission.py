@@ -14,6 +14,7 @@ from device_conformance.expectations.behaviour import outcome
 from device_conformance.expectations.deviceplugin import PODRESOURCES_OMITS_SIDECARS, PODRESOURCES_SIDECAR_ENTRY
 from device_conformance.fakes.device_plugin import AllocateConfig, DeviceSpecConfig, MountConfig, cdi_env
 from device_conformance.kube import pods
+from device_conformance.kube.container_env import env_lines_script
 
 pytestmark = pytest.mark.deviceplugin
 
@@ -106,7 +107,8 @@ def test_allocate_mount_is_visible_in_the_container(pod_factory, register_plugin
 FIELD_REPORT = " ; ".join(
     [
         f'echo "env=${DEVICES_ENV}"',
-        "echo \"cdi=$(env | grep '^DC_CDI_' | sort | tr '\\n' ' ')\"",
+        # From /proc, not `env`: the shell drops names that are not shell names (kube/container_env.py).
+        f"echo \"cdi=$({env_lines_script('DC_CDI_')} | tr '\\n' ' ')\"",
         # mountinfo fields 5 and 6: mount point and per-mount options of the Allocate mounts.
         "echo \"mountinfo=$(grep ' /dev-info/' /proc/self/mountinfo | awk '{print $5, $6}' | tr '\\n' ' ')\"",
         'echo "identity=$(cat /dev-info/*/identity)"',

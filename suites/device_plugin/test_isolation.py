@@ -12,6 +12,7 @@ from device_conformance.fixtures.device_plugins import CDI_DIR, DEVICES_ENV, all
 from device_conformance import timeouts
 from device_conformance.fakes.device_plugin import AllocateConfig, DeviceSpecConfig, MountConfig
 from device_conformance.kube import pods
+from device_conformance.kube.container_env import env_lines_script
 from device_conformance.wait import kube as wait
 
 pytestmark = pytest.mark.deviceplugin
@@ -22,7 +23,8 @@ ANNOTATION = "dc.example.com/devices"
 PROBE = " ; ".join(
     [
         f'echo "env=${DEVICES_ENV}"',
-        "echo \"cdi=$(env | grep '^DC_CDI_' | sort | tr '\\n' ' ')\"",
+        # From /proc, not `env`: the shell drops names that are not shell names (kube/container_env.py).
+        f"echo \"cdi=$({env_lines_script('DC_CDI_')} | tr '\\n' ' ')\"",
         "echo \"mounts=$(grep ' /dev-info' /proc/self/mountinfo | awk '{print $5}' | tr '\\n' ' ')\"",
         "echo \"devnodes=$(ls /dev | grep '^dc-' | tr '\\n' ' ')\"",
         "exec sleep 86400",

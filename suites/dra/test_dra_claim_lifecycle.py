@@ -7,6 +7,7 @@ from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import cdi
+from device_conformance.kube.container_env import parse_env, print_env_script
 from device_conformance.node.cri import cdi_support
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import stays
@@ -64,7 +65,7 @@ def test_container_sees_every_device_of_its_claim(node, dra_driver, dra_objects)
         pytest.skip(f"the container runtime has no CDI, so DRA devices cannot reach containers: {why}")
     driver = dra_driver(devices=("dev-0", "dev-1"))
     # It keeps running: the generated claim of a finished pod is deleted at once.
-    script = "env | grep ^DRA_ | sort; echo END-OF-ENV; exec sleep 86400"
+    script = f"{print_env_script('DRA_')}; exec sleep 86400"
     pod = dra_objects.claim_pod("env", driver, ["sh", "-c", script], request={"count": 2})
     pod.wait_running()
     pod.log_line("END-OF-ENV")
@@ -73,7 +74,7 @@ def test_container_sees_every_device_of_its_claim(node, dra_driver, dra_objects)
     devices = pod.allocated_devices()
     assert sorted(devices) == ["dev-0", "dev-1"], f"allocated: {devices}"
     expected = sorted(line for device in devices for line in cdi.device_env(pod.namespace, name, uid, device))
-    seen = [line for line in pod.logs().split() if line.startswith("DRA_")]
+    seen = parse_env(pod.logs(), "DRA_")
     assert seen == expected, "the container's DRA_ environment, one pair per device of its claim"
 
 

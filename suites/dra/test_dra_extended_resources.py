@@ -17,6 +17,7 @@ from device_conformance.fakes.dra_driver import cdi
 from device_conformance.fakes.dra_driver.resourceslices import build_device_class
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
+from device_conformance.kube.container_env import parse_env, print_env_script
 from device_conformance.node.cri import cdi_support
 from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait.core import Pending, until
@@ -27,7 +28,7 @@ pytestmark = [
 ]
 
 PREPARE = "NodePrepareResources"
-SCRIPT = "env | grep ^DRA_ | sort; echo END-OF-ENV; exec sleep 86400"
+SCRIPT = f"{print_env_script('DRA_')}; exec sleep 86400"
 
 
 @pytest.fixture
@@ -95,7 +96,7 @@ def test_extended_resource_pod_is_admitted_and_each_container_gets_its_device(
     for container in ("main", "second"):
         device = by_request[mappings[(container, resource)]]
         pod.log_line("END-OF-ENV", container=container)
-        seen = [line for line in pod.logs(container).split() if line.startswith("DRA_")]
+        seen = parse_env(pod.logs(container), "DRA_")
         assert seen == sorted(cdi.device_env(namespace, claim_name, uid, device)), (
             f"container {container} sees exactly its device {device}"
         )

@@ -17,6 +17,7 @@ from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import DeviceSpec, cdi
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
+from device_conformance.kube.container_env import parse_env, print_env_script
 from device_conformance.kubelet_state import dra as dra_state
 from device_conformance.node.cri import cdi_support
 from device_conformance.wait.core import Pending, until
@@ -81,7 +82,7 @@ def test_prioritized_list_subrequest_is_prepared_and_reaches_the_container(node,
             }
         ]
     )
-    script = "env | grep ^DRA_ | sort; echo END-OF-ENV; exec sleep 86400"
+    script = f"{print_env_script('DRA_')}; exec sleep 86400"
     pod = claim_pod(kube, dra_objects, "prio", spec, ["sh", "-c", script], container_request="dev")
     pod.wait_running()
     pod.log_line("END-OF-ENV")
@@ -96,7 +97,7 @@ def test_prioritized_list_subrequest_is_prepared_and_reaches_the_container(node,
         answered["request_names"],
         answered["cdi_device_ids"],
     ), "the checkpoint holds the driver's answer for the sub-request"
-    seen = [line for line in pod.logs().split() if line.startswith("DRA_")]
+    seen = parse_env(pod.logs(), "DRA_")
     assert seen == sorted(cdi.device_env(pod.namespace, claim_name, uid, "dev-0")), (
         "the container naming request 'dev' sees the device allocated for 'dev/small'"
     )

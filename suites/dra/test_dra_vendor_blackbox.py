@@ -20,6 +20,7 @@ from device_conformance import timeouts
 from device_conformance.certify import cdi
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, FIRST_PODRESOURCES_DRA_MINOR
 from device_conformance.kube import dra, pods
+from device_conformance.kube.container_env import ENV_END, parse_env, print_env_script
 from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until, watch
@@ -27,7 +28,8 @@ from device_conformance.wait.core import Pending, until, watch
 pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
 
 CDI_DIR = "/var/run/cdi"
-PRINT_ENV = ["sh", "-c", "env | sort; echo END-OF-ENV; exec sleep 86400"]
+# From /proc, not `env`: the shell drops names that are not shell names, e.g. DRA_CPUSET_<claim-uid>.
+PRINT_ENV = ["sh", "-c", f"{print_env_script()}; exec sleep 86400"]
 
 
 def _counts(counts, driver, before=(0, 0)):
@@ -88,8 +90,8 @@ def _cdi_env(specs, qualified):
 
 
 def _seen_env(pod):
-    pod.log_line("END-OF-ENV")
-    return set(pod.logs().splitlines())
+    pod.log_line(ENV_END)
+    return set(parse_env(pod.logs()))
 
 
 def running_claim_pod(dra_objects, driver, prefix="blackbox"):
