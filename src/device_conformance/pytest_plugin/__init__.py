@@ -55,12 +55,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     Here rather than in a module registered at pytest_configure: xdist asks in pytest_cmdline_main."""
     from device_conformance.errors import BadInput
     from device_conformance.fixtures.session import session_settings
-    from device_conformance.pytest_plugin.workers import auto_workers
+    from device_conformance.pytest_plugin.workers import CHOICE_KEY, Choice, auto_choice
     from device_conformance.pytest_plugin.xdist_groups import shared_cluster
 
     if shared_cluster(config) is not None:
-        return 1  # its tests run in turn on one worker anyway (xdist_groups.py)
-    try:
-        return auto_workers(provider=session_settings(config).provider.value)
-    except BadInput as exc:
-        raise pytest.UsageError(str(exc)) from None
+        choice = Choice(1, "one cluster every worker would share: its tests run in turn anyway")  # xdist_groups.py
+    else:
+        try:
+            choice = auto_choice(provider=session_settings(config).provider.value)
+        except BadInput as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config.stash[CHOICE_KEY] = choice  # the report header says why
+    return choice.workers

@@ -11,6 +11,7 @@ import pytest
 
 from device_conformance.errors import BadInput
 from device_conformance.fixtures.session import session_settings
+from device_conformance.pytest_plugin.workers import CHOICE_KEY
 from device_conformance.settings import Settings
 from device_conformance.toolchain.binaries import KUBELET_ONLY, binary_source
 from device_conformance.toolchain.cache import CACHE_ENV, cache_root, has_manifest
@@ -27,7 +28,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     except BadInput:
         # Not the message itself: a run that needs a cluster stops with it as its one error (docs/bad-input.md).
         return ["device-conformance: settings not usable (a test that needs a cluster stops with the reason)"]
-    return header_lines(settings)
+    choice = config.stash.get(CHOICE_KEY, None)  # set when xdist asked for `-n auto`
+    return header_lines(settings) + ([choice.header_line()] if choice else [])
 
 
 def header_lines(settings: Settings) -> list[str]:
