@@ -32,11 +32,13 @@ def fake_command(module, config_path):
 
 
 def run_device_plugin(defects=(), **overrides):
-    """Certify the fake device plugin (three devices, one with topology, every option on) with `defects`."""
+    """Certify the fake device plugin (three devices, one with topology, every option on) with `defects`;
+    `overrides` are DevicePluginConfig settings (socket_name, patterns, ...)."""
     root = _short_dir("cdp-")
     try:
         (root / "dp").mkdir()
         settings = {
+            "socket_name": "fake.sock",
             "resource_name": RESOURCE,
             "devices": [DeviceConfig("dev-1", numa_nodes=[0]), DeviceConfig("dev-2"), DeviceConfig("dev-3")],
             "options": OptionsConfig(pre_start_required=True, get_preferred_allocation_available=True),
@@ -44,7 +46,6 @@ def run_device_plugin(defects=(), **overrides):
         }
         config = DevicePluginConfig(
             socket_dir=str(root / "dp"),
-            socket_name="fake.sock",
             control_socket=str(root / "ctl.sock"),
             call_log=str(root / "calls.jsonl"),
             defects=list(defects),

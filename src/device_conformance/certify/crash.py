@@ -65,9 +65,9 @@ STARTUP_GRACE = 2.0
 Recover = Callable[[Evidence, Callable[[], str]], None]
 
 
-def log_evidence(proc: SubjectProcess, lines: int = LOG_TAIL_LINES) -> list[str]:
-    """The subject's last log lines, as evidence lines."""
-    tail = proc.log_tail(lines)
+def log_evidence(proc: SubjectProcess, lines: int = LOG_TAIL_LINES, *, this_start: bool = False) -> list[str]:
+    """The subject's last log lines, as evidence lines (with this_start: of the current process only)."""
+    tail = proc.log_tail(lines, this_start=this_start)
     if not tail:
         return [f"subject log {proc.log_path}: empty"]
     return [f"subject log {proc.log_path}, last {len(tail)} line(s):", *(f"  log: {line}" for line in tail)]
@@ -137,6 +137,6 @@ class CrashWatch:
         if not proc.running() or proc.exited_within(max(left, 0.0)):
             self.startup_crash = clause_id
             ev.add(f"certifier: the restarted subject crashed at start-up too ({proc.exit_status()}):")
-            ev.extend(log_evidence(proc))
+            ev.extend(log_evidence(proc, this_start=True))
         else:
             self._restarted_by = clause_id

@@ -3,9 +3,13 @@ device plugin (API v1beta1) clause by clause (clauses.DEVICE_PLUGIN_CLAUSES).
 
 The kubelet side is fakes/kubelet_stub.KubeletStub: it removes the sockets in the directory and serves
 kubelet.sock as a starting kubelet does, checks Register as the kubelet does and follows ListAndWatch.
-Steps run in catalogue order; the one that may kill the subject (an unknown ID) runs late and, when the
-tool started the subject, the subject is started again so that the re-registration clause is still
-checked on its own merits.
+Steps run in catalogue order through certify/crash.CrashWatch: a subject the tool started that crashes costs
+the clause it crashed in one FAIL quoting its log, and is started again (`_recover` waits for its new
+registration) so that later clauses are judged on their own; one that crashes again at start-up leaves the
+clauses that need it NOT APPLICABLE. The one that may kill the subject (an unknown ID) runs late.
+
+ListAndWatch clauses judge the *settled* list (PluginEndpoint.settled_list): the kubelet replaces the resource's
+device set with every response, so an empty first list followed by the full one is the full set.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import grpc
 
 from device_conformance.certify import limits
 from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES, Clause
+from device_conformance.certify.crash import CrashWatch
 from device_conformance.certify.exchange import rpc_error, show
 from device_conformance.certify.subject import SubjectProcess
 from device_conformance.certify.verdicts import (
@@ -31,9 +36,9 @@ from device_conformance.certify.verdicts import (
     Evidence,
     NotApplicable,
     Subject,
-    run_step,
 )
 from device_conformance.errors import BadInput, WaitTimeout
+from device_conformance.fakes.common.sockets import SUN_PATH_MAX, fits
 from device_conformance.fakes.kubelet_stub import (
     SUPPORTED_VERSIONS,
     KubeletStub,
@@ -47,6 +52,16 @@ from device_conformance.wait.core import Abort, Pending, until
 
 API_VERSIONS = ["deviceplugin/v1beta1 (v1beta1.Registration, v1beta1.DevicePlugin)"]
 HEALTH_VALUES = ("Healthy", "Unhealthy")
+# How long a ListAndWatch stream may list no devices before the empty list counts as its answer. The kubelet
+# replaces the resource's device set with each response (manager.go genericDeviceUpdateCallback) and reports
+# capacity in the node status only every nodeStatusUpdateFrequency (10 s by default), so a full list that
+# follows an empty one within a few seconds never reaches the scheduler as zero. A non-empty list settles at once.
+EMPTY_LIST_SETTLE = 3.0
+# Steps that judge only what the kubelet side recorded (the RegisterRequest, the kubelet's dial during Register):
+# a crash while they run is charged to the next clause that talks to the subject (certify/crash.py).
+RECORD_ONLY = ("DP-REG-VERSION", "DP-REG-ENDPOINT", "DP-REG-RESOURCE")
+# A broken call (the subject closed the connection): wait for it to be reaped so the crash is this clause's.
+BROKEN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
 @dataclass
@@ -58,6 +73,9 @@ class DevicePluginTarget:
     version: str = ""
     workdir: Path = Path(".")
     reregister_timeout: float = limits.REREGISTER_TIMEOUT
+    # The socket file name the plugin will register (when the user knows it): its full path is checked against
+    # sun_path before anything starts.
+    endpoint: str = ""
 
 
 class DevicePluginCertifier:
@@ -68,8 +86,11 @@ class DevicePluginCertifier:
         self.registration: StubRegistration | None = None
         self.endpoint: PluginEndpoint | None = None
         self.options: pb.DevicePluginOptions | None = None
+        self._settled: list[pb.Device] | None = None
         self._channels: list[grpc.Channel] = []
         self._never_registered = False
+        self._no_registration = ""  # why the first registration never came
+        self.crash = CrashWatch(self.proc, self._recover)
 
     # -- the run ------------------------------------------------------------------------------------------
 
@@ -97,13 +118,16 @@ class DevicePluginCertifier:
         }
         order = {clause.id: clause for clause in DEVICE_PLUGIN_CLAUSES}
         assert set(order) == set(steps), "every clause has exactly one step"
+        check_socket_paths(self.t.socket_dir, self.t.endpoint)
         refuse_live_kubelet(self.stub.socket_path)
         self.stub.start()
         try:
             if self.proc:
                 self.proc.start()
             for clause_id, step in steps.items():
-                cert.results.append(run_step(order[clause_id], self._guarded(order[clause_id], step)))
+                guarded = self._guarded(order[clause_id], step)
+                uses_subject = clause_id not in RECORD_ONLY
+                cert.results.append(self.crash.run(order[clause_id], guarded, uses_subject=uses_subject))
         finally:
             self._close()
             if self.proc:
@@ -118,9 +142,11 @@ class DevicePluginCertifier:
         """Every step after registration needs a registration; without one it fails saying so."""
 
         def guarded(ev: Evidence) -> str | None:
+            if self.registration is None:
+                self.crash.check_up()  # a subject that crashed at start-up never registers: nothing to wait for
             if self.registration is None and (self._never_registered or not self._first_registration(ev)):
                 self._never_registered = True
-                raise ClauseFailed(f"no RegisterRequest reached kubelet.sock within {limits.REGISTER_TIMEOUT:.0f}s")
+                raise ClauseFailed(f"no RegisterRequest reached kubelet.sock ({self._no_registration})")
             return step(ev)
 
         return guarded
@@ -140,18 +166,25 @@ class DevicePluginCertifier:
     def _first_registration(self, ev: Evidence) -> bool:
         try:
             self.registration = self._wait_registration(1, limits.REGISTER_TIMEOUT)
-        except Abort as exc:
+        except (Abort, WaitTimeout) as exc:  # the log tail comes with the FAIL (certify/crash.py)
             ev.add(str(exc))
-            if self.proc:
-                ev.extend(f"  log: {line}" for line in self.proc.log_tail(10))
-            return False
-        except WaitTimeout as exc:
-            ev.add(str(exc))
-            if self.proc:
-                ev.add(f"subject: {self.proc.exit_status()}")
-                ev.extend(self.proc.log_tail(10))
+            self._no_registration = str(exc).splitlines()[0]
             return False
         return True
+
+    def _recover(self, ev: Evidence, restart: Callable[[], str]) -> None:
+        """CrashWatch's callback: start the subject again and wait for its new registration."""
+        count = len(self.stub.registrations)
+        self._forget_connection()
+        restart()
+        self.registration = self._wait_registration(count + 1, limits.REGISTER_TIMEOUT)
+        self._never_registered = False
+        ev.add(f"certifier: the restarted subject registered (#{count + 1}, {self.registration.error or 'accepted'})")
+
+    def _forget_connection(self) -> None:
+        """Drop what belonged to the previous subject process: channels, its stream follower, cached answers."""
+        self._close()
+        self._channels, self.endpoint, self.options, self._settled = [], None, None, None
 
     def _close(self) -> None:
         for channel in self._channels:
@@ -170,10 +203,22 @@ class DevicePluginCertifier:
 
     def _channel(self) -> grpc.Channel:
         assert self.registration is not None
-        channel = grpc.insecure_channel(f"unix://{os.path.join(self.t.socket_dir, self.registration.endpoint)}")
+        if self.proc and not self.proc.running():  # no connection to wait for (CrashWatch reports the crash)
+            raise ClauseFailed(f"the subject is not running ({self.proc.exit_status()})")
+        path = os.path.join(self.t.socket_dir, self.registration.endpoint)
+        channel = grpc.insecure_channel(f"unix://{path}")
         self._channels.append(channel)
-        grpc.channel_ready_future(channel).result(timeout=limits.DP_DIAL_TIMEOUT)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=limits.DP_DIAL_TIMEOUT)
+        except grpc.FutureTimeoutError as exc:
+            raise ClauseFailed(f"{path} did not accept a connection within {limits.DP_DIAL_TIMEOUT:.0f}s") from exc
         return channel
+
+    def _broken(self, err: grpc.RpcError) -> None:
+        """After a call the subject broke off: give a dying subject time to be reaped, so the crash is seen
+        in this clause (a process closes its sockets while it exits, before it can be reaped)."""
+        if self.proc and err.code() in BROKEN:
+            self.proc.exited_within(limits.EXIT_AFTER_BROKEN_CALL)
 
     def _stub(self) -> pb_grpc.DevicePluginStub:
         return pb_grpc.DevicePluginStub(self._channel())
@@ -190,24 +235,26 @@ class DevicePluginCertifier:
                 )
         return self.endpoint
 
-    def _first_list(self) -> list[pb.Device]:
-        endpoint = self._endpoint()
-        try:
-            endpoint.wait_for_devices("listed", lambda _: bool(endpoint.updates), timeout=limits.FIRST_LIST_TIMEOUT)
-        except WaitTimeout as exc:
-            raise ClauseFailed(f"no ListAndWatch response within {limits.FIRST_LIST_TIMEOUT:.0f}s: {exc}") from exc
-        return list(endpoint.updates[0])
+    def _settled_list(self) -> list[pb.Device]:
+        """The first stream's settled list (see PluginEndpoint.settled_list), waited for once."""
+        if self._settled is None:
+            self._settled = settle(self._endpoint())
+        return list(self._settled)
 
     def _usable_ids(self) -> list[str]:
         """Distinct advertised IDs, healthy ones first (the kubelet allocates only healthy devices)."""
-        devices = self._first_list()
+        devices = self._settled_list()
         ids = list(dict.fromkeys(d.ID for d in devices if d.health == "Healthy" and d.ID))
         ids += [i for i in dict.fromkeys(d.ID for d in devices if d.ID) if i not in ids]
         return ids
 
     def _options(self) -> pb.DevicePluginOptions:
         if self.options is None:
-            self.options = self._stub().GetDevicePluginOptions(pb.Empty(), timeout=limits.DP_RPC_TIMEOUT)
+            try:
+                self.options = self._stub().GetDevicePluginOptions(pb.Empty(), timeout=limits.DP_RPC_TIMEOUT)
+            except grpc.RpcError as err:
+                self._broken(err)
+                raise
         return self.options
 
     # -- registration -------------------------------------------------------------------------------------
@@ -224,9 +271,13 @@ class DevicePluginCertifier:
         reg = self.registration
         assert reg is not None
         path = os.path.join(self.t.socket_dir, reg.endpoint)
-        ev.add(f"endpoint {reg.endpoint!r} -> {path}")
+        ev.add(f"endpoint {reg.endpoint!r} -> {path} ({len(os.fsencode(path))} bytes)")
         if not reg.endpoint or "/" in reg.endpoint:
             raise ClauseFailed(f"endpoint {reg.endpoint!r} is not a file name in {self.t.socket_dir}")
+        if not fits(path):
+            raise ClauseFailed(too_long(path, "the endpoint"))
+        if reg.dialled:  # the kubelet's own dial during Register reached it (client.go Connect)
+            return f"{path} is a socket the kubelet dialled during Register"
         try:
             is_socket = stat.S_ISSOCK(os.stat(path).st_mode)
         except FileNotFoundError:
@@ -235,10 +286,7 @@ class DevicePluginCertifier:
             raise ClauseFailed(f"{path} is not a Unix socket")
         if reg.error and reg.error.startswith("failed to dial"):
             raise ClauseFailed(f"the kubelet could not dial the endpoint during Register: {reg.error}")
-        try:
-            self._channel()
-        except grpc.FutureTimeoutError as exc:
-            raise ClauseFailed(f"{path} did not accept a connection within {limits.DP_DIAL_TIMEOUT:.0f}s") from exc
+        self._channel()
         return f"{path} is a socket that accepts connections"
 
     def reg_resource(self, ev: Evidence) -> str:
@@ -254,6 +302,13 @@ class DevicePluginCertifier:
     def get_options(self, ev: Evidence) -> str:
         reg = self.registration
         assert reg is not None
+        if reg.error and reg.error.startswith("failed to get device plugin options"):
+            # The kubelet calls GetDevicePluginOptions right after dialling, inside Register (manager.go
+            # PluginConnected); our stub does the same, so a plugin that breaks on it broke there.
+            self._show_registration(ev, reg)
+            if self.proc:
+                self.proc.exited_within(limits.EXIT_AFTER_BROKEN_CALL)
+            raise ClauseFailed(f"the kubelet's GetDevicePluginOptions during Register failed: {reg.error}")
         try:
             options = self._options()
         except grpc.RpcError as err:
@@ -267,13 +322,16 @@ class DevicePluginCertifier:
     # -- ListAndWatch -------------------------------------------------------------------------------------
 
     def _show_list(self, ev: Evidence) -> list[pb.Device]:
-        devices = self._first_list()
-        ev.add(f"<- ListAndWatch #1 {show(pb.ListAndWatchResponse(devices=devices))}")
+        devices = self._settled_list()
+        show_responses(ev, self._endpoint(), "")
         return devices
 
     def law_first(self, ev: Evidence) -> str:
         devices = self._show_list(ev)
-        return f"first list with {len(devices)} device(s)"
+        endpoint = self._endpoint()
+        first = endpoint.update_times[0] - endpoint.opened
+        settled = f"settled list: {len(devices)} device(s) {sorted(d.ID for d in devices)}"
+        return f"first response after {first:.1f}s with {len(endpoint.updates[0])} device(s); {settled}"
 
     def law_unique(self, ev: Evidence) -> str:
         self._show_list(ev)
@@ -304,19 +362,21 @@ class DevicePluginCertifier:
         return f"{len(with_topology)} device(s) with well-formed NUMA nodes"
 
     def law_stable(self, ev: Evidence) -> str:
+        """Settled list against settled list: each response replaces the device set, so only where a
+        stream settles matters (an empty first response is no instability)."""
         first = sorted({d.ID for d in self._show_list(ev)})
-        stream = self._stub().ListAndWatch(pb.Empty(), timeout=limits.FIRST_LIST_TIMEOUT)
+        assert self.registration is not None
+        second = PluginEndpoint(self.registration.resource_name, self._channel(), pb.DevicePluginOptions())
         try:
-            second = next(iter(stream))
-        except grpc.RpcError as err:
-            raise ClauseFailed(f"second ListAndWatch stream: {rpc_error(err)}") from err
+            again = sorted({d.ID for d in settle(second, "second ListAndWatch stream")})
         finally:
-            stream.cancel()
-        ev.add(f"<- ListAndWatch (second stream) #1 {show(second)}")
-        again = sorted({d.ID for d in second.devices})
+            show_responses(ev, second, " (second stream)")
+            second.close()
+        if second.stream_error and not second.updates:
+            raise ClauseFailed(f"second ListAndWatch stream: {second.stream_error[0].name}: {second.stream_error[1]}")
         if again != first:
-            raise ClauseFailed(f"first stream listed {first}, a second stream {again}")
-        return f"both streams list {first}"
+            raise ClauseFailed(f"first stream settled on {first}, a second stream on {again}")
+        return f"both streams settle on {first}"
 
     # -- Allocate and friends -----------------------------------------------------------------------------
 
@@ -329,6 +389,7 @@ class DevicePluginCertifier:
             response = self._stub().Allocate(request, timeout=limits.DP_RPC_TIMEOUT)
         except grpc.RpcError as err:
             ev.add(f"<- error {rpc_error(err)}")
+            self._broken(err)
             raise ClauseFailed(f"Allocate {containers} failed: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
         return response
@@ -370,6 +431,7 @@ class DevicePluginCertifier:
         try:
             response = self._stub().GetPreferredAllocation(request, timeout=limits.DP_RPC_TIMEOUT)
         except grpc.RpcError as err:
+            self._broken(err)
             raise ClauseFailed(f"GetPreferredAllocation failed: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
         if len(response.container_responses) != 1:
@@ -395,6 +457,7 @@ class DevicePluginCertifier:
         try:
             response = self._stub().PreStartContainer(request, timeout=limits.DP_RPC_TIMEOUT)
         except grpc.RpcError as err:
+            self._broken(err)
             raise ClauseFailed(f"PreStartContainer {ids} failed: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
         return f"PreStartContainer {ids} succeeded"
@@ -421,6 +484,7 @@ class DevicePluginCertifier:
                 except grpc.RpcError as err:
                     ev.add(f"{name}: {rpc_error(err)}")
                     failures.append(f"{name}: {rpc_error(err)}")
+                    self._broken(err)
         stream = self._endpoint().stream_state
         ev.add(f"ListAndWatch stream meanwhile: {stream}")
         if failures:
@@ -445,10 +509,8 @@ class DevicePluginCertifier:
             problem = self._still_serving(ev)
         if not problem:
             return "answered and still serving"
-        if self.proc and self.proc.exited_within(limits.EXIT_AFTER_BROKEN_CALL):
-            ev.add(f"subject process: {self.proc.exit_status()}")
-            ev.extend(f"  log: {line}" for line in self.proc.log_tail(5))
-        self._recover(ev)
+        if self.proc:  # a crash it caused is reported, and the subject restarted, by CrashWatch
+            self.proc.exited_within(limits.EXIT_AFTER_BROKEN_CALL)
         raise ClauseFailed(f"Allocate for unknown ID {unknown!r}: {problem}")
 
     def _still_serving(self, ev: Evidence) -> str:
@@ -467,24 +529,12 @@ class DevicePluginCertifier:
         finally:
             channel.close()
 
-    def _recover(self, ev: Evidence) -> None:
-        """Start the subject again (when it is ours) so the remaining clauses are checked on their own."""
-        if not self.proc:
-            return
-        count = len(self.stub.registrations)
-        ev.add(f"certifier: restarting the subject ({self.proc.restart()}) for the remaining clauses")
-        try:
-            self._wait_registration(count + 1, limits.REGISTER_TIMEOUT)
-        except (WaitTimeout, Abort) as exc:
-            ev.add(f"certifier: the restarted subject did not register: {exc}")
-
     # -- kubelet restart ----------------------------------------------------------------------------------
 
     def reregister(self, ev: Evidence) -> str:
         count = len(self.stub.registrations)
         ev.add(f"{count} Register call(s) so far; the kubelet stub restarts: sockets removed, kubelet.sock re-created")
-        self._close()
-        self.endpoint = None
+        self._forget_connection()
         restarted = time.monotonic()
         self.stub.restart()
         try:
@@ -501,6 +551,39 @@ class DevicePluginCertifier:
         if reg.error and reg.error.startswith(("failed to dial", "failed to get device plugin options")):
             raise ClauseFailed(f"registered again, but the kubelet could not reach the plugin: {reg.error}")
         return f"registered again {reg.at - restarted:.1f}s after kubelet.sock was re-created"
+
+
+def too_long(path: str, what: str) -> str:
+    return (
+        f"{what} {path} is {len(os.fsencode(path))} bytes, over sun_path's {SUN_PATH_MAX} (unix(7)): a plugin "
+        "cannot bind it (bind: invalid argument) and the kubelet cannot dial it (client.go dial)"
+    )
+
+
+def check_socket_paths(socket_dir: str, endpoint: str = "") -> None:
+    """BadInput before anything starts when a socket path the run needs exceeds sun_path (107 bytes on Linux,
+    unix(7)): kubelet.sock, which the tool serves, and the plugin's endpoint when the user named it."""
+    for name, what in (("kubelet.sock", "the kubelet socket"), (endpoint, "the plugin's endpoint")):
+        path = os.path.join(socket_dir, name)
+        if name and not fits(path):
+            raise BadInput(
+                too_long(path, what),
+                f"certify in a shorter --socket-dir (at most {SUN_PATH_MAX - len(name) - 1} bytes for {name!r})",
+            )
+
+
+def settle(endpoint: PluginEndpoint, what: str = "ListAndWatch") -> list[pb.Device]:
+    """The stream's settled list, or ClauseFailed when it sends nothing within FIRST_LIST_TIMEOUT."""
+    try:
+        return endpoint.settled_list(limits.FIRST_LIST_TIMEOUT, EMPTY_LIST_SETTLE)
+    except WaitTimeout as exc:
+        raise ClauseFailed(f"{what}: no response within {limits.FIRST_LIST_TIMEOUT:.0f}s ({exc.last_seen})") from exc
+
+
+def show_responses(ev: Evidence, endpoint: PluginEndpoint, label: str) -> None:
+    for n, (devices, at) in enumerate(zip(list(endpoint.updates), list(endpoint.update_times), strict=False), 1):
+        response = show(pb.ListAndWatchResponse(devices=devices))
+        ev.add(f"<- ListAndWatch{label} #{n} (+{at - endpoint.opened:.2f}s) {response}")
 
 
 def refuse_live_kubelet(kubelet_socket: str) -> None:

@@ -22,6 +22,7 @@ STOP_GRACE = 10.0
 # Lines of the subject's log quoted in a FAIL's evidence: enough for a Go panic's message and the top of its
 # goroutine trace, short enough to read in a report.
 LOG_TAIL_LINES = 15
+START_MARKER = "=== certifier starting"
 
 
 class SubjectProcess:
@@ -38,7 +39,7 @@ class SubjectProcess:
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
-            log.write(f"=== certifier starting (#{self.starts + 1}): {self.command}\n".encode())
+            log.write(f"{START_MARKER} (#{self.starts + 1}): {self.command}\n".encode())
             log.flush()
             self._proc = subprocess.Popen(
                 ["/bin/sh", "-c", f"exec {self.command}"],
@@ -112,8 +113,13 @@ class SubjectProcess:
         self.start()
         return ended
 
-    def log_tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
+    def log_tail(self, lines: int = LOG_TAIL_LINES, *, this_start: bool = False) -> list[str]:
+        """The log's last `lines` lines; with this_start, only those the current process wrote."""
         try:
-            return self.log_path.read_text(errors="replace").splitlines()[-lines:]
+            text = self.log_path.read_text(errors="replace").splitlines()
         except OSError:
             return []
+        if this_start:
+            marker = max((n for n, line in enumerate(text) if line.startswith(START_MARKER)), default=-1)
+            text = text[marker + 1 :]
+        return text[-lines:]

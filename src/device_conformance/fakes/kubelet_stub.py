@@ -21,6 +21,7 @@ from typing import TypeVar
 
 import grpc
 
+from device_conformance.fakes.common.sockets import fits
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 from device_conformance.wait.core import Pending, until
@@ -59,6 +60,8 @@ class StubRegistration:
     options: pb.DevicePluginOptions
     error: str | None = None
     at: float = field(default_factory=time.monotonic)
+    # The stub reached the endpoint during Register (the kubelet's dial in client.go Connect succeeded).
+    dialled: bool = False
 
 
 class PluginEndpoint:
@@ -69,6 +72,8 @@ class PluginEndpoint:
         self._channel, self._stub = channel, pb_grpc.DevicePluginStub(channel)
         self._cond = threading.Condition()
         self.updates: list[list[pb.Device]] = []
+        self.update_times: list[float] = []  # time.monotonic() of each response, beside `updates`
+        self.opened = time.monotonic()
         self.stream_state = "open"  # then "ended" (clean end), "error" or "closed" (we hung up)
         self.stream_error: tuple[grpc.StatusCode, str] | None = None
         self._stream = self._stub.ListAndWatch(pb.Empty())
@@ -108,6 +113,28 @@ class PluginEndpoint:
 
         _wait(f"{self.resource_name} devices {what}", probe, timeout)
 
+    def settled_list(self, timeout: float, empty_settle: float) -> list[pb.Device]:
+        """The device list once it settled: the latest list as soon as one is non-empty, or the (empty) latest
+        list when `empty_settle` seconds passed after the first response without a non-empty one. The kubelet
+        replaces the resource's whole device set with every response (manager.go genericDeviceUpdateCallback),
+        so an empty list followed by the full one leaves the full set. WaitTimeout when no response comes
+        within `timeout` of opening the stream."""
+
+        def probe() -> list[pb.Device] | Pending:
+            with self._cond:
+                updates, times = list(self.updates), list(self.update_times)
+            if any(updates):
+                return updates[-1]
+            if times and time.monotonic() - times[0] >= empty_settle:
+                return updates[-1]
+            if self.stream_state != "open" and updates:
+                return updates[-1]  # nothing more can come
+            return Pending(f"{len(updates)} response(s), all empty; stream {self.stream_state}")
+
+        left = max(timeout - (time.monotonic() - self.opened), 0.0)
+        _wait(f"the first ListAndWatch response for {self.resource_name}", lambda: True if self.updates else None, left)
+        return _wait(f"the ListAndWatch list of {self.resource_name} to settle", probe, empty_settle + 1.0)
+
     def wait_for_stream_end(self, timeout: float = 10.0) -> str:
         def probe() -> str | Pending:
             if self.stream_state == "open":
@@ -128,6 +155,7 @@ class PluginEndpoint:
             for response in self._stream:
                 with self._cond:
                     self.updates.append(list(response.devices))
+                    self.update_times.append(time.monotonic())
             state, error = "ended", None
         except grpc.RpcError as err:
             state, error = "error", (err.code(), err.details() or "")
@@ -199,13 +227,13 @@ class KubeletStub(pb_grpc.RegistrationServicer):
 
     def Register(self, request: pb.RegisterRequest, context: grpc.ServicerContext) -> pb.Empty:
         registration = StubRegistration(request.version, request.endpoint, request.resource_name, request.options)
-        registration.error = self._connect(request)
+        registration.error = self._connect(request, registration)
         self.registrations.append(registration)
         if registration.error:
             context.abort(grpc.StatusCode.UNKNOWN, registration.error)
         return pb.Empty()
 
-    def _connect(self, request: pb.RegisterRequest) -> str | None:
+    def _connect(self, request: pb.RegisterRequest, registration: StubRegistration) -> str | None:
         """The kubelet's checks and dial-back; returns its error text or None."""
         if request.version not in SUPPORTED_VERSIONS:
             supported = "[" + " ".join(f'"{v}"' for v in SUPPORTED_VERSIONS) + "]"
@@ -215,12 +243,17 @@ class KubeletStub(pb_grpc.RegistrationServicer):
             )
         if not is_extended_resource_name(request.resource_name):
             return f'the ResourceName "{request.resource_name}" is invalid'
-        channel = grpc.insecure_channel(f"unix://{os.path.join(self.socket_dir, request.endpoint)}")
+        path = os.path.join(self.socket_dir, request.endpoint)
+        if not fits(path):
+            # Go's net.Dial refuses a path longer than sun_path with EINVAL (syscall sockaddr), at once.
+            return f"failed to dial device plugin: dial unix {path}: connect: invalid argument"
+        channel = grpc.insecure_channel(f"unix://{path}")
         try:
             grpc.channel_ready_future(channel).result(timeout=self.dial_timeout)
         except grpc.FutureTimeoutError:
             channel.close()
             return "failed to dial device plugin: context deadline exceeded"
+        registration.dialled = True
         try:
             options = pb_grpc.DevicePluginStub(channel).GetDevicePluginOptions(pb.Empty(), timeout=10)
         except grpc.RpcError as err:

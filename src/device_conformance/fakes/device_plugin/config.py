@@ -68,6 +68,10 @@ class DeviceSpecConfig:
 #   allocate-first-container-only: an Allocate with several container requests is answered for the first.
 #   register-without-options: RegisterRequest carries no options (GetDevicePluginOptions still answers them).
 #   prestart-error: PreStartContainer fails.
+#   options-crash: GetDevicePluginOptions kills the process (exit 2) with a Go panic in its log, as a Go plugin
+#       returning `nil, nil` from it does when gRPC marshals the nil message (kubernetes#109016, the kubevirt
+#       macvtap plugin once kubelets 1.25+ call it right after Register).
+#   register-crash: the process panics (exit 2) at registration, before its RegisterRequest is sent, every start.
 # (No re-registration after a kubelet restart is auto_reregister=False.)
 DEFECTS = (
     "duplicate-device-ids",
@@ -77,7 +81,18 @@ DEFECTS = (
     "allocate-first-container-only",
     "register-without-options",
     "prestart-error",
+    "options-crash",
+    "register-crash",
 )
+
+# Behaviours of real plugins that keep the contract (DevicePluginConfig.patterns), so the certifier can be shown
+# to pass them:
+#   list-empty-then-full: every ListAndWatch stream sends an empty list first and the full one LIST_DELAY later
+#       (a plugin that answers before its device scan finished). Harmless: the kubelet replaces the resource's
+#       device set with each response (pkg/kubelet/cm/devicemanager/manager.go genericDeviceUpdateCallback).
+PATTERNS = ("list-empty-then-full",)
+# The delay of list-empty-then-full's full list.
+LIST_DELAY = 0.3
 
 # The fields of a ContainerAllocateResponse, by the names AllocateConfig.drop takes.
 RESPONSE_FIELDS = ("envs", "mounts", "devices", "annotations", "cdi_devices")
@@ -162,11 +177,16 @@ class DevicePluginConfig:
     preferred_fail_sizes: list[int] = field(default_factory=list)
     # Names from DEFECTS; empty for a plugin that keeps the contract.
     defects: list[str] = field(default_factory=list)
+    # Names from PATTERNS: harmless behaviours of real plugins.
+    patterns: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.defects) - set(DEFECTS))
         if unknown:
             raise ValueError(f"DevicePluginConfig.defects: unknown {unknown}; use some of {DEFECTS}")
+        unknown = sorted(set(self.patterns) - set(PATTERNS))
+        if unknown:
+            raise ValueError(f"DevicePluginConfig.patterns: unknown {unknown}; use some of {PATTERNS}")
 
     @property
     def cdi_spec_kind(self) -> str:

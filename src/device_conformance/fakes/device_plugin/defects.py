@@ -22,6 +22,27 @@ def listed(config: DevicePluginConfig, devices: list[DeviceConfig], stream_numbe
     return devices
 
 
+def go_panic(message: str, frame: str) -> None:
+    """Die as a Go program does on a panic: the message and the goroutine's trace on stderr, exit status 2."""
+    print(f"panic: {message}\n\ngoroutine 1 [running]:\n{frame}", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(2)
+
+
+def crash_on_options(config: DevicePluginConfig) -> None:
+    # The panic a Go plugin's `return nil, nil` gives when gRPC marshals the reply (kubernetes#109016).
+    if "options-crash" in config.defects:
+        go_panic(
+            "runtime error: invalid memory address or nil pointer dereference",
+            "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1.(*DevicePluginOptions).Marshal(0x0) (defect options-crash)",
+        )
+
+
+def crash_on_register(config: DevicePluginConfig) -> None:
+    if "register-crash" in config.defects:
+        go_panic("assignment to entry in nil map", "main.(*plugin).Register(...) (defect register-crash)")
+
+
 def crash_on_unknown_ids(config: DevicePluginConfig, devices: list[DeviceConfig], request: pb.AllocateRequest) -> None:
     if "allocate-crash-on-unknown-id" not in config.defects:
         return

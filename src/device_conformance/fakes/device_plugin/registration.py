@@ -8,6 +8,7 @@ import grpc
 
 from device_conformance.fakes.common.calls import REGISTER, Call, CallLog
 from device_conformance.fakes.common.rpc import to_dict
+from device_conformance.fakes.device_plugin import defects
 from device_conformance.fakes.device_plugin.config import DevicePluginConfig
 from device_conformance.fakes.device_plugin.service import options_message
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
@@ -28,6 +29,7 @@ def register(
 ) -> Call:
     """Register once, synchronously. The kubelet dials our socket back inside this call, so we must
     already be serving. Failures are recorded, not raised: tests assert on the kubelet's error text."""
+    defects.crash_on_register(config)
     options = pb.DevicePluginOptions() if "register-without-options" in config.defects else options_message(config)
     request = pb.RegisterRequest(version=version, endpoint=socket_name, resource_name=resource_name, options=options)
     call = log.start("Register", to_dict(request), service=SERVICE, kind=REGISTER, socket=socket_name)

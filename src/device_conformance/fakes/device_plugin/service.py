@@ -13,7 +13,7 @@ from device_conformance.fakes.common.faults import Faults, Status
 from device_conformance.fakes.common.rpc import Served, end_call, to_dict
 from device_conformance.fakes.device_plugin import defects
 from device_conformance.fakes.device_plugin.allocate import container_response
-from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig
+from device_conformance.fakes.device_plugin.config import LIST_DELAY, DeviceConfig, DevicePluginConfig
 from device_conformance.fakes.device_plugin.state import DeviceState
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
@@ -47,7 +47,11 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         self._streams_opened = 0
 
     def GetDevicePluginOptions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.DevicePluginOptions:
-        return self._unary("GetDevicePluginOptions", request, context, lambda: options_message(self._config))
+        def answer() -> pb.DevicePluginOptions:
+            defects.crash_on_options(self._config)
+            return options_message(self._config)
+
+        return self._unary("GetDevicePluginOptions", request, context, answer)
 
     def GetPreferredAllocation(
         self, request: pb.PreferredAllocationRequest, context: grpc.ServicerContext
@@ -105,6 +109,12 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         stream_number = self._streams_opened
         sent, version = 0, -1
         try:
+            if "list-empty-then-full" in self._config.patterns:
+                # An empty list first; the full one follows LIST_DELAY later (or at once on a device change).
+                self._log.event("ListAndWatch", {}, service=SERVICE, kind=STREAM_SEND, socket=self._socket)
+                sent += 1
+                yield pb.ListAndWatchResponse()
+                cancelled.wait(LIST_DELAY)
             while True:
                 update = self._state.next_update(version, generation, cancelled)
                 if update is None:
