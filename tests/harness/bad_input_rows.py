@@ -161,6 +161,13 @@ def broken_kubeconfig(given: Given) -> None:
     (given.tmp / "kubeconfig").write_text("apiVersion: v1\nclusters: [\n")
 
 
+def out_with_other_files(given: Given) -> None:
+    """$TMP/out holds notes.txt (not written by a certify run) beside an earlier run's report.md."""
+    (given.tmp / "out").mkdir()
+    (given.tmp / "out" / "notes.txt").write_text("mine\n")
+    (given.tmp / "out" / "report.md").write_text("# an earlier report\n")
+
+
 def bad_plugin_config(given: Given) -> None:
     """$TMP/plugin.json has a misspelt key (`resource` for `resource_name`); $TMP/sockets is its socket dir."""
     (given.tmp / "sockets").mkdir()
@@ -586,6 +593,16 @@ ROWS: list[Row] = [
         fix="fix: set driver_name",
         exit_code=2,
         left="nothing (no socket, no call log)",
+    ),
+    Row(
+        "`certify --out` a folder holding files a certify run did not write",
+        [CLI, "certify", "device-plugin", "--socket-dir", "{tmp}/dp", "--out", "{tmp}/out"],
+        given="out_with_other_files",
+        message="--out {tmp}/out holds 1 entry a certify run does not write: notes.txt",
+        fix="fix: give --out a new or empty folder (a certify run replaces only its own report files",
+        exit_code=2,
+        left="the folder as it was",
+        gone=("{tmp}/dp",),
     ),
     Row(
         "a checkpoint file that is not JSON",
