@@ -265,3 +265,39 @@ def test_vendor_mode_takes_the_subject_log_tail_from_the_failed_test_report_sect
         "(no output yet)",
     ]
     assert subject_log_evidence([("kubelet log since test start (last 200 lines)", "x")]) == []
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_a_vendor_run_report_shows_the_subject_log_tail_under_its_fail(pytester):
+    """The whole path: a vendor-mode test fails, the fixture's subject section (attach_on_failure) is in its
+    report, and report.md shows the last 20 lines of the subject's output in the FAIL's evidence."""
+    pytester.makepyfile(
+        test_subject="""
+        import pytest
+        from device_conformance.fixtures.reports import attach_on_failure
+
+        @pytest.fixture
+        def subject(request):
+            log = "\\n".join(f"subject line {n}" for n in range(30))
+            output = f"command: my-plugin\\nstarts: 1\\n--- output (last 80 lines) ---\\n{log}"
+            attach_on_failure(request.node, "vendor device plugin vendor.com/gpu", lambda: output)
+
+        @pytest.mark.vendor_blackbox("device-plugin")
+        def test_blackbox_broken(subject):
+            assert 1 == 2, "the subject broke it"
+        """
+    )
+    out = pytester.path / "report"
+    argv = ["-p", "no:cacheprovider", "--vendor-device-plugin", "vendor.com/gpu", "--vendor-command", "my-plugin"]
+    pytester.runpytest(*argv, "--vendor-report", str(out)).assert_outcomes(failed=1)
+    (clause,) = json.loads((out / "result.json").read_text())["clauses"]
+    marker = "--- subject log (vendor device plugin vendor.com/gpu), last 20 lines ---"
+    assert clause["evidence"][clause["evidence"].index(marker) :] == [
+        marker,
+        *(f"subject line {n}" for n in range(10, 30)),
+    ]
+    markdown = (out / "report.md").read_text()
+    assert "\n".join([marker, *(f"subject line {n}" for n in range(10, 30)), "```"]) in markdown
+    assert markdown.index(marker) < markdown.index("## Notes")
