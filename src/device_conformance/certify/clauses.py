@@ -42,8 +42,9 @@ DEVICE_PLUGIN_CLAUSES: tuple[Clause, ...] = (
         "DP-REG-ENDPOINT",
         "Register: endpoint",
         "RegisterRequest.endpoint is a socket file name inside the device plugin directory, served before "
-        "Register is sent (the kubelet dials it back during Register).",
-        f"{DP_API} (RegisterRequest.endpoint); {DP_SERVER} (Register dials socketDir/endpoint); {DP_HANDLER}",
+        "Register is sent (the kubelet dials it back during Register), its full path within sun_path's 107 bytes.",
+        f"{DP_API} (RegisterRequest.endpoint); {DP_SERVER} (Register dials socketDir/endpoint); {DP_HANDLER}; "
+        "Linux unix(7) (sun_path)",
     ),
     Clause(
         "DP-REG-RESOURCE",
@@ -55,14 +56,16 @@ DEVICE_PLUGIN_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DP-OPTIONS",
         "GetDevicePluginOptions",
-        "GetDevicePluginOptions answers, and with the same options as sent in RegisterRequest.options.",
-        f"{DP_API} (GetDevicePluginOptions); {DP_MANAGER} (PluginConnected keeps the options it answers)",
+        "GetDevicePluginOptions answers (the kubelet calls it right after Register), and with the same options "
+        "as sent in RegisterRequest.options.",
+        f"{DP_API} (GetDevicePluginOptions); {DP_MANAGER} (PluginConnected calls it and keeps the options it answers)",
     ),
     Clause(
         "DP-LAW-FIRST",
         "ListAndWatch: first response promptly",
-        "ListAndWatch sends the full device list at once when opened (the kubelet has no devices for the "
-        "resource until it does).",
+        "ListAndWatch answers at once when opened and settles on the device list: the first non-empty list, or "
+        "an empty one a few seconds after the first response (each response replaces the resource's device set, "
+        "so an empty list followed by the full one is harmless).",
         f"{DP_API} (ListAndWatch returns a stream of List of Devices); {DP_MANAGER} (genericDeviceUpdateCallback)",
     ),
     Clause(
@@ -86,7 +89,7 @@ DEVICE_PLUGIN_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DP-LAW-STABLE",
         "ListAndWatch: device IDs stable",
-        "A second ListAndWatch stream (as after a kubelet restart) reports the same device IDs as the first.",
+        "A second ListAndWatch stream (as after a kubelet restart) settles on the same device IDs as the first.",
         f"{DP_API} (Device.ID); {DP_MANAGER} (checkpointed allocations are matched by device ID)",
     ),
     Clause(
