@@ -105,3 +105,15 @@ def test_allocations_explains_a_missing_extra_or_wrong_sized_call(kubelet_stub, 
         allocations(handle, 1)
     with pytest.raises(AssertionError, match=r"the plugin saw 1: #\d+ Allocate \(ok\)"):
         allocations(handle, 2, 1)
+
+
+def test_patterns_and_defects_are_checked_by_name():
+    from device_conformance.fakes.device_plugin import DevicePluginConfig
+
+    with pytest.raises(ValueError) as raised:
+        DevicePluginConfig(RESOURCE, "/tmp/dp", patterns=["list-full-then-empty"])
+    assert str(raised.value) == (
+        "DevicePluginConfig.patterns: unknown ['list-full-then-empty']; use some of ('list-empty-then-full',)"
+    )
+    config = DevicePluginConfig(RESOURCE, "/tmp/dp", patterns=["list-empty-then-full"], defects=["options-crash"])
+    assert DevicePluginConfig.from_dict(json.loads(config.to_json())) == config
