@@ -94,8 +94,8 @@ def test_a_60_character_socket_name_in_a_short_directory_passes_everything():
     assert endpoint.message.endswith(f"/dp/{name} is a socket the kubelet dialled during Register")
 
 
-def test_a_socket_directory_too_long_for_kubelet_sock_is_bad_input_before_anything_starts(tmp_path):
-    socket_dir = "/tmp/" + "d" * 90  # + /kubelet.sock = 108 bytes
+def test_a_socket_directory_too_long_for_kubelet_sock_is_bad_input_before_anything_starts(tmp_path, plugin_root):
+    socket_dir = f"{plugin_root}/" + "d" * (108 - len(f"{plugin_root}//kubelet.sock"))  # kubelet.sock: 108 bytes
     target = DevicePluginTarget(socket_dir, command="sleep 60", workdir=tmp_path)
     with pytest.raises(BadInput) as raised:
         certify_device_plugin(target)
