@@ -30,6 +30,35 @@ def test_releases_in_between_cross_minors_and_skip_refused_patches():
     ]
 
 
+def test_pre_releases_are_bisected_when_an_endpoint_is_one():
+    exists = served("1.37.2", "1.38.0-alpha.0", "1.38.0-alpha.1", "1.38.0-alpha.2", "1.38.0-alpha.3", "1.38.0-beta.0")
+    releases = bisect.releases_between(V("1.37.1"), V("1.38.0-beta.0"), exists)
+    # alpha.0 is no release (the tag at the 1.37 branch cut); the 1.37 patch releases come first
+    assert [str(v) for v in releases] == [
+        "1.37.1",
+        "1.37.2",
+        "1.38.0-alpha.1",
+        "1.38.0-alpha.2",
+        "1.38.0-alpha.3",
+        "1.38.0-beta.0",
+    ]
+    between = bisect.releases_between(
+        V("1.38.0-alpha.2"), V("1.38.1"), served("1.38.0-beta.0", "1.38.0-rc.0", "1.38.0")
+    )
+    assert [str(v) for v in between] == ["1.38.0-alpha.2", "1.38.0-beta.0", "1.38.0-rc.0", "1.38.0", "1.38.1"]
+
+
+def test_release_endpoints_probe_no_pre_release():
+    asked = []
+
+    def exists(version):
+        asked.append(str(version))
+        return False
+
+    bisect.releases_between(V("1.37.1"), V("1.38.1"), exists)
+    assert [v for v in asked if "-" in v] == []
+
+
 def test_search_finds_the_first_release_with_the_newer_outcome():
     releases = [V(v) for v in ("1.36.2", "1.36.3", "1.36.4", "1.37.0", "1.37.1", "1.37.2")]
     fixed_in = V("1.37.0")

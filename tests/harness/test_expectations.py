@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from device_conformance.expectations.behaviour import Behaviour, KnownBug, Since, outcome
+from device_conformance.errors import BadInput
+from device_conformance.expectations.behaviour import Behaviour, Fix, KnownBug, Since, outcome
 from device_conformance.expectations.deviceplugin import (
     ADMITTED_WITHOUT_DEVICES,
     PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE,
@@ -53,3 +54,73 @@ def test_expectations_stay_plain_data():
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False", result.stdout + result.stderr
+
+
+# Pre-releases: upstream's tags, ordered as upstream orders them (semver precedence).
+def test_pre_release_tags_parse_with_their_module_versions():
+    beta = V("1.38.0-beta.0")
+    assert beta == V("v1.38.0-beta.0") == KubeVersion(1, 38, 0, "beta.0")
+    assert (str(beta), beta.tag, beta.staging_tag) == ("1.38.0-beta.0", "v1.38.0-beta.0", "v0.38.0-beta.0")
+    assert beta.is_prerelease and beta.release == KubeVersion(1, 38, 0) and beta.at_least(38)
+    assert (str(V("1.37.1")), V("1.37.1").staging_tag, V("1.37.1").is_prerelease) == ("1.37.1", "v0.37.1", False)
+
+
+def test_pre_releases_order_as_upstream_tags():
+    ordered = ["1.37.2", "1.38.0-alpha.1", "1.38.0-alpha.2", "1.38.0-alpha.10", "1.38.0-beta.0", "1.38.0-rc.0"]
+    ordered += ["1.38.0-rc.1", "1.38.0", "1.38.1"]
+    shuffled = [ordered[i] for i in (8, 3, 0, 6, 1, 7, 4, 2, 5)]
+    assert [str(v) for v in sorted(V(text) for text in shuffled)] == ordered
+    assert V("1.38.0-rc.1") < V("1.38.0") and V("1.38.0") > V("1.38.0-rc.1") and V("1.38.0-beta.0") <= V("1.38.0")
+
+
+@pytest.mark.parametrize("text", ["1.38.0-beta", "1.38.0-gamma.1", "1.38.0-beta.0+abc", "1.38.0-alpha.0-12-gabc"])
+def test_only_upstream_pre_release_tags_are_versions_a_user_writes(text):
+    with pytest.raises(BadInput):
+        V(text)
+
+
+@pytest.mark.parametrize(
+    ("reported", "expected"),
+    [
+        ("v1.37.1-gke.100", "1.37.1"),  # vendor builds of a release are that release
+        ("v1.37.1+k3s1", "1.37.1"),
+        ("v1.38.0-beta.0", "1.38.0-beta.0"),
+        # a master tree: `git describe`, and hack/lib/version.sh's semver rewrite of it
+        ("v1.39.0-alpha.0-123-g0123456789abcd", "1.39.0-alpha.0"),
+        ("v1.39.0-alpha.0-123+0123456789abcd", "1.39.0-alpha.0"),
+        ("v1.39.0-alpha.0.123+0123456789abcd", "1.39.0-alpha.0"),
+        ("v1.38.0-rc.1.4+0123456789abcd", "1.38.0-rc.1"),
+    ],
+)
+def test_reported_pre_releases_keep_their_tag(reported, expected):
+    assert str(KubeVersion.from_reported(reported)) == expected
+
+
+def test_a_master_build_sorts_below_the_next_alpha():
+    master = KubeVersion.from_reported("v1.39.0-alpha.0-123+0123456789abcd")
+    assert V("1.38.5") < master < V("1.39.0-alpha.1") < V("1.39.0")
+
+
+def test_a_fix_first_released_in_an_alpha_counts_for_the_later_beta():
+    bug = KnownBug(
+        "kubernetes#1",
+        "x",
+        "1.34.0",
+        fixes=(Fix("1.38.0-alpha.1", "kubernetes#3"), Fix("1.37.2", "kubernetes#2")),
+    )
+    verdicts = {text: bug.affects(V(text)) for text in ("1.37.1", "1.37.2", "1.38.0-alpha.1", "1.38.0-beta.0")}
+    verdicts["master"] = bug.affects(KubeVersion.from_reported("v1.38.0-alpha.0-5+0123456789abcd"))
+    assert verdicts == {
+        "1.37.1": True,
+        "1.37.2": False,
+        "1.38.0-alpha.1": False,
+        "1.38.0-beta.0": False,
+        "master": True,
+    }
+    assert bug.describe_fix(V("1.38.0-beta.0")) == "fixed in 1.38.0-alpha.1 by kubernetes#3"
+    assert bug.affects(V("1.39.0-alpha.1")) is False  # a later minor has the mainline fix
+
+
+def test_a_fix_released_in_x_y_0_misses_its_pre_releases():
+    bug = KnownBug("kubernetes#1", "x", "1.34.0", fixes=(Fix("1.37.0", "kubernetes#2"),))
+    assert [bug.affects(V(t)) for t in ("1.37.0-rc.1", "1.37.0", "1.38.0-alpha.1")] == [True, False, False]

@@ -24,7 +24,7 @@ def test_parse_rejects_non_release_versions_with_the_fix(text):
         ("v1.37.1", (1, 37, 1)),
         ("v1.37.1-gke.100", (1, 37, 1)),
         ("v1.36.4+k3s1", (1, 36, 4)),
-        ("1.38.0-alpha.1", (1, 38, 0)),
+        ("1.38.0-alpha.1", (1, 38, 0, "alpha.1")),
     ],
 )
 def test_reported_versions_keep_their_release_part(text, expected):

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from device_conformance.cli import release_run
 from device_conformance.errors import BadInput
-from device_conformance.expectations.versions import KubeVersion, kubelet_skew_allows
+from device_conformance.expectations.versions import PRE_RELEASE_KINDS, KubeVersion, kubelet_skew_allows
 
 PASS, FAIL, UNTESTABLE = "pass", "fail", "untestable"
 MISSES_BEFORE_END_OF_MINOR = 3  # the proxy refuses single patches (e.g. 1.35.7) but serves later ones
@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "first one whose outcome for TEST is that of the newer endpoint. Prints each step and the answer.",
     )
     p.add_argument("test", help="a pytest node ID, e.g. suites/device_plugin/test_plugin_restart.py::test_x")
-    p.add_argument("--good", required=True, metavar="X.Y.Z", help="a release where TEST passes")
+    p.add_argument("--good", required=True, metavar="X.Y.Z", help="a release (or tag: 1.38.0-beta.0) where TEST passes")
     p.add_argument("--bad", required=True, metavar="X.Y.Z", help="a release where TEST fails")
     p.add_argument("--out", type=Path, default=Path("bisect-results"), help="results folder")
     p.add_argument(
@@ -64,10 +64,15 @@ def step_versions(step: KubeVersion, newer: KubeVersion, swap: str) -> tuple[Kub
 def releases_between(
     older: KubeVersion, newer: KubeVersion, exists: Callable[[KubeVersion], bool]
 ) -> list[KubeVersion]:
-    """older, every release the proxy serves strictly between, newer (ascending)."""
+    """older, every release the proxy serves strictly between, newer (ascending). The pre-release tags of a
+    minor's .0 (1.38.0-alpha.1 ... -rc.1) are probed when an endpoint is one of them: bisecting into a
+    minor still in development, or from one."""
     found = [older]
     for minor in range(older.minor, newer.minor + 1):
-        patch = older.patch + 1 if minor == older.minor else 0
+        first = KubeVersion(older.major, minor, 0)
+        if first in (older.release, newer.release) and (older.is_prerelease or newer.is_prerelease):
+            found += prereleases_between(older, newer, first, exists)
+        patch = older.patch + (0 if older.is_prerelease else 1) if minor == older.minor else 0
         misses = 0
         while misses < MISSES_BEFORE_END_OF_MINOR:
             candidate = KubeVersion(older.major, minor, patch)
@@ -80,6 +85,36 @@ def releases_between(
                 misses += 1
             patch += 1
     return [*found, newer]
+
+
+# Pre-release numbers run without gaps. alpha.0 is no release (the tag put on master when the previous
+# minor branched, with no release notes), so alpha starts at 1.
+PRERELEASE_MISSES = 2
+
+
+def prereleases_between(
+    older: KubeVersion, newer: KubeVersion, release: KubeVersion, exists: Callable[[KubeVersion], bool]
+) -> list[KubeVersion]:
+    """The pre-release tags of `release` (an X.Y.0) strictly between older and newer that the proxy serves,
+    in upstream's order: alpha.N, then beta.N, then rc.N."""
+    found: list[KubeVersion] = []
+    for kind in PRE_RELEASE_KINDS:
+        number, misses = (1 if kind == "alpha" else 0), 0
+        while misses < PRERELEASE_MISSES:
+            candidate = KubeVersion(release.major, release.minor, release.patch, f"{kind}.{number}")
+            if candidate >= newer:
+                return found
+            number += 1
+            if candidate <= older:
+                if older.release == release and older.pre.split(".")[0] != kind:
+                    break  # older is a later kind: no tag of this kind is after it
+                continue
+            if exists(candidate):
+                found.append(candidate)
+                misses = 0
+            else:
+                misses += 1
+    return found
 
 
 def search(

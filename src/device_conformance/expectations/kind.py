@@ -37,8 +37,8 @@ def minimum_kind(version: KubeVersion) -> tuple[int, int, int]:
 
 def image_version(image: str) -> KubeVersion | None:
     """The Kubernetes version in a kindest/node-style tag (`...:v1.37.0[@sha256:...]`), if there is one."""
-    match = re.search(r":v(\d+)\.(\d+)\.(\d+)(?:@|$)", image)
-    return KubeVersion(*(int(part) for part in match.groups())) if match else None
+    match = re.search(r":(v\d+\.\d+\.\d+(?:-(?:alpha|beta|rc)\.\d+)?)(?:@|$)", image)
+    return KubeVersion.parse(match.group(1)) if match else None
 
 
 def default_node_image(version: KubeVersion) -> str:

@@ -1,59 +1,105 @@
-"""Kubernetes versions: parsing, ordering, and the default this suite tests."""
+"""Kubernetes versions: parsing, ordering, and the default this suite tests.
+
+Besides releases (1.37.1) a version may be a pre-release tag of upstream's (1.38.0-alpha.1, -beta.0, -rc.1),
+ordered as the tags are: 1.38.0-alpha.1 < 1.38.0-alpha.2 < 1.38.0-beta.0 < 1.38.0-rc.0 < 1.38.0 < 1.38.1
+(semver.org precedence, which upstream's release tooling follows: kubernetes/release pkg/release).
+"""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
 from device_conformance.errors import BadInput
 
-_VERSION_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)$")
-# What a cluster reports (kubeletVersion, /version gitVersion) may carry a suffix: v1.37.1-gke.100, v1.37.1+k3s1.
-_REPORTED_RE = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)(?:[-+].*)?$")
+# Upstream's pre-release kinds, in release order (kubernetes/release: alpha tags on master, then beta and rc).
+PRE_RELEASE_KINDS = ("alpha", "beta", "rc")
+_PRE = r"(alpha|beta|rc)\.(\d+)"
+_VERSION_RE = re.compile(rf"^v?(\d+)\.(\d+)\.(\d+)(?:-{_PRE})?$")
+_PRE_RE = re.compile(rf"^{_PRE}$")
+# What a cluster or a source tree reports may carry a suffix: v1.37.1-gke.100, v1.37.1+k3s1 (vendor builds of
+# a release), v1.38.0-beta.0 (a tag), v1.39.0-alpha.0-123+0123456789abcd or v1.39.0-alpha.0.123+0123456789abcd
+# (a master build past its last tag: `git describe`, and hack/lib/version.sh's rewrite of it).
+_REPORTED_RE = re.compile(rf"^v?(\d+)\.(\d+)\.(\d+)(?:-{_PRE}(?=$|[-+.]))?(?:[-+.].*)?$")
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True)
 class KubeVersion:
+    """A Kubernetes release (1.37.1) or pre-release tag (1.38.0-beta.0: `pre` is "beta.0")."""
+
     major: int
     minor: int
     patch: int
+    pre: str = ""
+
+    def __post_init__(self) -> None:
+        if self.pre and not _PRE_RE.match(self.pre):
+            raise ValueError(f"pre-release {self.pre!r} is not alpha.N, beta.N or rc.N")
 
     @classmethod
     def parse(cls, text: str) -> KubeVersion:
-        """A release version as a user writes it: MAJOR.MINOR.PATCH, with or without a leading v."""
+        """A version as a user writes it: MAJOR.MINOR.PATCH or a pre-release tag (1.38.0-beta.0), with or
+        without a leading v."""
         match = _VERSION_RE.match(text.strip())
         if not match:
             raise BadInput(
                 f"{text!r} is not a Kubernetes release version",
-                f"use MAJOR.MINOR.PATCH, e.g. {DEFAULT_K8S_VERSION}",
+                f"use MAJOR.MINOR.PATCH, e.g. {DEFAULT_K8S_VERSION}",  # or a pre-release tag: 1.38.0-beta.0
             )
-        major, minor, patch = (int(part) for part in match.groups())
-        return cls(major, minor, patch)
+        return cls._of(match)
 
     @classmethod
     def from_reported(cls, text: str) -> KubeVersion:
-        """A version as a cluster reports it (v1.37.1, v1.37.1-gke.100, v1.38.0-alpha.1): the release part."""
+        """A version as a cluster or a source tree reports it: v1.37.1 and vendor builds of it (v1.37.1-gke.100,
+        v1.37.1+k3s1) are 1.37.1; a pre-release tag (v1.38.0-beta.0) is itself, and a build past one (a master
+        tree: v1.39.0-alpha.0-123+<commit>) counts as that tag, below the next (1.39.0-alpha.1)."""
         match = _REPORTED_RE.match(text.strip())
         if not match:
             raise BadInput(
                 f"the cluster reports version {text!r}, which is not a Kubernetes version",
                 "point the suite at a cluster running a Kubernetes release (vMAJOR.MINOR.PATCH)",
             )
-        major, minor, patch = (int(part) for part in match.groups())
-        return cls(major, minor, patch)
+        return cls._of(match)
+
+    @classmethod
+    def _of(cls, match: re.Match[str]) -> KubeVersion:
+        major, minor, patch, kind, number = match.groups()
+        return cls(int(major), int(minor), int(patch), f"{kind}.{int(number)}" if kind else "")
+
+    def _key(self) -> tuple[int, int, int, int, int]:
+        if not self.pre:
+            return (self.major, self.minor, self.patch, len(PRE_RELEASE_KINDS), 0)
+        kind, number = self.pre.split(".")
+        return (self.major, self.minor, self.patch, PRE_RELEASE_KINDS.index(kind), int(number))
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, KubeVersion):
+            return NotImplemented
+        return self._key() < other._key()
 
     def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
+        return f"{self.major}.{self.minor}.{self.patch}" + (f"-{self.pre}" if self.pre else "")
+
+    @property
+    def is_prerelease(self) -> bool:
+        return bool(self.pre)
+
+    @property
+    def release(self) -> KubeVersion:
+        """The release a pre-release leads to (1.38.0 for 1.38.0-beta.0); a release itself."""
+        return KubeVersion(self.major, self.minor, self.patch)
 
     @property
     def tag(self) -> str:
-        """The git tag / Go module version of k8s.io/kubernetes, e.g. v1.37.1."""
+        """The git tag / Go module version of k8s.io/kubernetes, e.g. v1.37.1, v1.38.0-beta.0."""
         return f"v{self}"
 
     @property
     def staging_tag(self) -> str:
-        """The Go module version of the staging modules (k8s.io/api etc.), e.g. v0.37.1."""
-        return f"v0.{self.minor}.{self.patch}"
+        """The Go module version of the staging modules (k8s.io/api etc.), e.g. v0.37.1, v0.38.0-beta.0."""
+        return f"v0.{self.minor}.{self.patch}" + (f"-{self.pre}" if self.pre else "")
 
     def previous_minor_of(self, other: KubeVersion) -> bool:
         """True when this is a release of the minor just below `other` (what upgrade tests start from)."""
@@ -64,11 +110,13 @@ class KubeVersion:
         return (self.major, self.minor) >= (1, minor)
 
 
-# The newest release whose module zip the Go module proxy serves on our machines: k8s.io/kubernetes
-# v1.37.2 answers "403 This module version is not available", v1.37.1 builds. See README.md.
+# The newest release the whole suite has run on here (README.md, the matrix). Newer releases are available:
+# on 2026-11-27 the Go module proxy served k8s.io/kubernetes v1.37.2 (and v1.36.5, v1.34.11, v1.34.12) with
+# checksum entries, which it had refused before (403, or no sum.golang.org entry). The default moves to
+# 1.37.2 once the whole suite has passed on it.
 DEFAULT_K8S_VERSION = KubeVersion(1, 37, 1)
-# The previous minor, for kubelet upgrade tests: the newest 1.36 patch that builds here. The proxy lists
-# v1.36.5 but its checksum database answers 404 for it, so `go` refuses it; v1.36.4 verifies.
+# The previous minor, for kubelet upgrade tests: the 1.36 patch of the matrix runs. v1.36.5 downloads and
+# verifies since 2026-11-27 (before, the checksum database answered 404 for it); not yet run here.
 PREVIOUS_MINOR_VERSION = KubeVersion(1, 36, 4)
 
 # How many minors a kubelet may be older than kube-apiserver: three since 1.28 (KEP-3935, "Support
