@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,19 @@ from device_conformance.toolchain.go_tmpdir import which_go
 
 VERSION_PACKAGES = ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
 PROGRESS_EVERY_SECONDS = 15
+
+# Staging modules that k8s.io/kubernetes replaces (and its go.work uses) but that no server binary imports:
+# examples, never required by k8s.io/kubernetes's go.mod (v1.37.1, v1.38.0-beta.0). The Go module proxy
+# answers 403 for them at some versions (v0.31.4, v0.33.13, v0.34.10, v0.35.8, v0.37.2, checked 2026-11-27),
+# so builds and `k8s-source get` leave them out.
+UNBUILT_STAGING = ("k8s.io/sample-cli-plugin", "k8s.io/sample-controller")
+
+# `go` refuses a module whose go.mod needs a newer Go while GOTOOLCHAIN=local (the Go distribution's go.env
+# default here): "k8s.io/kubernetes@v1.38.0-beta.0 requires go >= 1.27.0 (running go 1.26.8; GOTOOLCHAIN=local)".
+_TOO_NEW_RE = re.compile(r"requires go >= (\d+(?:\.\d+)*)")
+_GO_LINE_RE = re.compile(r"^go (\S+)\s*$", re.M)
+# The toolchain chosen for a Kubernetes version whose go.mod needs a newer Go than the local one (tag -> name).
+_TOOLCHAINS: dict[str, str] = {}
 
 
 K8S_ALTERNATIVE = (
@@ -42,6 +56,76 @@ def go_binary(what: str = "Kubernetes binaries", alternative: str | None = K8S_A
     return go
 
 
+def go_version_key(text: str) -> tuple[int, ...]:
+    """Go versions compared as numbers: "go1.26.8" < "1.27" == "1.27.0" < "go1.27.3" (pre-release toolchains
+    such as go1.27rc1 count as their line's .0)."""
+    numbers = re.match(r"^(?:go)?(\d+(?:\.\d+)*)", text.strip())
+    parts = [int(part) for part in numbers.group(1).split(".")] if numbers else [0]
+    return tuple([*parts, 0, 0, 0][:3])
+
+
+_LOCAL_GO: dict[str, str] = {}
+
+
+def local_go_version(go: str) -> str:
+    """The version of the `go` on PATH itself (GOTOOLCHAIN=local), e.g. "go1.26.8"."""
+    if go not in _LOCAL_GO:
+        out = subprocess.run(
+            [go, "env", "GOVERSION"],
+            env={**os.environ, "GOTOOLCHAIN": "local"},
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        _LOCAL_GO[go] = out or "go0"
+    return _LOCAL_GO[go]
+
+
+def toolchain_for(required: str, local: str, go_version_file: str | None) -> str | None:
+    """The GOTOOLCHAIN a module needing Go `required` (its go.mod's go line) builds with: None when the
+    local go is new enough; else the version upstream builds that tree with (its .go-version file,
+    hack/lib/golang.sh sets GOTOOLCHAIN=go$(cat .go-version)) when it meets `required`, else `required`.
+    The go command fetches that toolchain from the Go module proxy (module golang.org/toolchain) once."""
+    if go_version_key(local) >= go_version_key(required):
+        return None
+    pinned = (go_version_file or "").strip()
+    if pinned and go_version_key(pinned) >= go_version_key(required):
+        return f"go{pinned}"
+    return f"go{required}"
+
+
+def toolchain_env(toolchain: str | None) -> dict[str, str]:
+    """The environment entries that select `toolchain` (none: the go on PATH as configured)."""
+    return {"GOTOOLCHAIN": toolchain} if toolchain else {}
+
+
+def module_toolchain(go: str, workdir: Path) -> str | None:
+    """The toolchain a build in `workdir` needs when its go.mod's go line is newer than the local go: one
+    already chosen for a Kubernetes version (download_modules) that meets it, else what toolchain_for says."""
+    try:
+        line = _GO_LINE_RE.search((workdir / "go.mod").read_text())
+    except OSError:
+        return None
+    if line is None or go_version_key(local_go_version(go)) >= go_version_key(line.group(1)):
+        return None
+    chosen = [name for name in _TOOLCHAINS.values() if go_version_key(name) >= go_version_key(line.group(1))]
+    return min(chosen, key=go_version_key) if chosen else toolchain_for(line.group(1), local_go_version(go), None)
+
+
+def chosen_toolchain(version: KubeVersion) -> str | None:
+    """The toolchain download_modules chose for `version` (None: the local go serves it)."""
+    return _TOOLCHAINS.get(version.tag)
+
+
+def _zip_go_version(record: dict[str, Any]) -> str | None:
+    """The .go-version file in a downloaded module zip (k8s.io/kubernetes has one; staging modules do not)."""
+    try:
+        with zipfile.ZipFile(record["Zip"]) as archive:
+            return archive.read(f"{record['Path']}@{record['Version']}/.go-version").decode().strip()
+    except (KeyError, OSError, zipfile.BadZipFile):
+        return None
+
+
 def module_gomod(version: KubeVersion) -> str:
     """The go.mod text of k8s.io/kubernetes at this version (fails clearly for unknown versions)."""
     (kubernetes,) = download_modules([f"k8s.io/kubernetes@{version.tag}"], version)
@@ -51,7 +135,16 @@ def module_gomod(version: KubeVersion) -> str:
 def download_modules(specs: Sequence[str], version: KubeVersion) -> list[dict[str, Any]]:
     """`go mod download -json` of k8s.io/kubernetes module@version specs: one record each (Path, Version, Dir,
     GoMod, ...). Fails clearly for a version the proxy does not serve."""
-    records, problem = go_mod_download(specs, go_binary())
+    go = go_binary()
+    toolchain = _TOOLCHAINS.get(version.tag)
+    records, problem = go_mod_download(specs, go, toolchain)
+    too_new = _TOO_NEW_RE.search(problem or "")
+    if too_new and toolchain is None:
+        pinned = next((v for v in map(_zip_go_version, (r for r in records if "Zip" in r)) if v), None)
+        toolchain = toolchain_for(too_new.group(1), local_go_version(go), pinned)
+        if toolchain is not None:
+            _TOOLCHAINS[version.tag] = toolchain
+            records, problem = go_mod_download(specs, go, toolchain)
     if problem is not None:
         raise BadInput(
             f"K8S_VERSION={version} cannot be fetched: the Go module proxy answers: {problem}",
@@ -61,15 +154,22 @@ def download_modules(specs: Sequence[str], version: KubeVersion) -> list[dict[st
     return records
 
 
-def go_mod_download(specs: Sequence[str], go: str) -> tuple[list[dict[str, Any]], str | None]:
+def go_mod_download(
+    specs: Sequence[str], go: str, toolchain: str | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
     """`go mod download -json` of module@version specs: the records, and what went wrong (None when each spec
     gave one record without an Error). Runs outside any module or workspace, so only the proxy and the module
-    cache are involved; the module cache holds the files read-only."""
+    cache are involved; the module cache holds the files read-only. `toolchain`: a GOTOOLCHAIN to run it with."""
     with tempfile.TemporaryDirectory(prefix="dc-go-download-") as neutral:
         proc = subprocess.run(
             [go, "mod", "download", "-json", *specs],
             cwd=neutral,
-            env={**os.environ, "GOWORK": "off", "GOFLAGS": without_mod_flag(os.environ.get("GOFLAGS", ""))},
+            env={
+                **os.environ,
+                "GOWORK": "off",
+                "GOFLAGS": without_mod_flag(os.environ.get("GOFLAGS", "")),
+                **toolchain_env(toolchain),
+            },
             capture_output=True,
             text=True,
             check=False,
@@ -100,13 +200,15 @@ def without_mod_flag(goflags: str) -> str:
 
 
 def staging_modules(kubernetes_gomod: str) -> list[str]:
-    """The staging modules k8s.io/kubernetes replaces with ./staging/src/k8s.io/<name> (33 in 1.37)."""
-    return sorted(set(re.findall(r"^\s*(k8s\.io/\S+) => \./staging/", kubernetes_gomod, re.M)))
+    """The staging modules k8s.io/kubernetes replaces with ./staging/src/k8s.io/<name> that a build of the
+    server binaries can need: 31 of the 33 in 1.37 (UNBUILT_STAGING are left out)."""
+    replaced = set(re.findall(r"^\s*(k8s\.io/\S+) => \./staging/", kubernetes_gomod, re.M))
+    return sorted(replaced - set(UNBUILT_STAGING))
 
 
 def wrapper_gomod(version: KubeVersion, kubernetes_gomod: str) -> str:
     """go.mod of a module that builds k8s.io/kubernetes commands with published staging modules."""
-    go_line = re.search(r"^go (\S+)$", kubernetes_gomod, re.M)
+    go_line = _GO_LINE_RE.search(kubernetes_gomod)
     godebug = re.search(r"^godebug (\S+)$", kubernetes_gomod, re.M)
     staging = staging_modules(kubernetes_gomod)
     if not staging:
@@ -141,18 +243,35 @@ def build_kubernetes(
 ) -> None:
     """go build the given cmd/<component> binaries of `version` into target/."""
     go = go_binary()
-    gomod = wrapper_gomod(version, module_gomod(version))  # refuses an unknown version before we write anything
+    kubernetes_gomod = module_gomod(version)  # refuses an unknown version before we write anything
+    gomod = wrapper_gomod(version, kubernetes_gomod)
     workdir = cache_root() / "gobuild" / version.tag
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "go.mod").write_text(gomod)
     argv = [go, "build", "-v", "-ldflags", version_ldflags(version), "-o", str(target) + "/"]
     argv += [f"k8s.io/kubernetes/cmd/{name}" for name in components]
+    toolchain = chosen_toolchain(version)
+    if toolchain is not None:
+        what = f"k8s.io/kubernetes@{version.tag}"
+        progress(toolchain_message(what, kubernetes_gomod, local_go_version(go), toolchain))
     progress(
         f"building Kubernetes {version.tag} from the Go module proxy ({', '.join(components)}); "
         "a cold build takes many minutes"
     )
     packages = [f"k8s.io/kubernetes/cmd/{name}" for name in components]
-    run_go(argv, workdir, f"Kubernetes {version.tag}", progress, env={"GOFLAGS": "-mod=mod"}, packages=packages)
+    env = {"GOFLAGS": "-mod=mod", **toolchain_env(toolchain)}
+    run_go(argv, workdir, f"Kubernetes {version.tag}", progress, env=env, packages=packages)
+
+
+def toolchain_message(what: str, gomod: str, local: str, toolchain: str) -> str:
+    """The progress line saying that a build uses a fetched Go toolchain, and why."""
+    go_line = _GO_LINE_RE.search(gomod)
+    required = go_line.group(1) if go_line else "?"
+    return (
+        f"{what} requires go >= {required} (its go.mod) and the local go is {local}: building with {toolchain} "
+        f"(GOTOOLCHAIN={toolchain}; the go command fetches it once from the Go module proxy, "
+        f"golang.org/toolchain@v0.0.1-{toolchain}.<os>-<arch>)"
+    )
 
 
 def stale_packages(go: str, workdir: Path, flags: Sequence[str], packages: Sequence[str], env: dict[str, str]) -> int:
@@ -195,6 +314,8 @@ def run_go(
     With `packages` (and the build `flags` that change what is built) the total is counted by go list
     while the build runs, so the progress says n/total, a percentage and the time left."""
     env = {**os.environ, **(env or {})}
+    if "GOTOOLCHAIN" not in env:  # e.g. certify's wrapper modules of a version that needs a newer Go
+        env.update(toolchain_env(module_toolchain(argv[0], workdir)))
     started = time.monotonic()
     last_report = started
     compiled = 0

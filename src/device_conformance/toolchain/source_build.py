@@ -28,8 +28,17 @@ from pathlib import Path
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain.cache import BinarySet, Progress, cache_root, ensure_cached
-from device_conformance.toolchain.gobuild import go_binary, json_stream, run_go, version_ldflags, without_mod_flag
-from device_conformance.toolchain.source_tree import check_tree, tree_staging_modules
+from device_conformance.toolchain.gobuild import (
+    go_binary,
+    json_stream,
+    local_go_version,
+    run_go,
+    toolchain_env,
+    toolchain_message,
+    version_ldflags,
+    without_mod_flag,
+)
+from device_conformance.toolchain.source_tree import check_tree, tree_staging_modules, tree_toolchain
 
 # Bump when the build below changes in a way the other key parts do not show.
 RECIPE = "device-conformance source build 1"
@@ -72,15 +81,18 @@ def command_packages(components: Sequence[str]) -> list[str]:
     return [f"./cmd/{name}" for name in components]
 
 
-def build_env() -> dict[str, str]:
+def build_env(tree: Path | None = None) -> dict[str, str]:
     """The environment of both `go list` and `go build`, as hack/lib/golang.sh sets it up: the go
     command finds the tree's go.work itself (GOWORK and GO111MODULE empty: their defaults), and -mod
-    is left to the go command (workspace mode refuses -mod=mod; a vendor/ directory is used by default)."""
+    is left to the go command (workspace mode refuses -mod=mod; a vendor/ directory is used by default).
+    A tree whose go.mod needs a newer Go than the local one gets GOTOOLCHAIN=go<its .go-version>."""
+    toolchain = tree_toolchain(tree, local_go_version(go_binary("Kubernetes binaries"))) if tree else None
     return {
         **os.environ,
         "GOWORK": "",
         "GO111MODULE": "",
         "GOFLAGS": without_mod_flag(os.environ.get("GOFLAGS", "")),
+        **toolchain_env(toolchain),
     }
 
 
@@ -175,6 +187,10 @@ def build_tree(tree: Path, version: KubeVersion, target: Path, components: Seque
     """One `go build` of the commands from the tree root into target/; returns the seconds it took."""
     argv = [go_binary("Kubernetes binaries"), "build", "-v", *BUILD_FLAGS, "-ldflags", version_ldflags(version)]
     argv += ["-o", f"{target}/", *command_packages(components)]
+    local = local_go_version(argv[0])
+    toolchain = tree_toolchain(tree, local)
+    if toolchain is not None:
+        progress(toolchain_message(f"K8S_SOURCE {tree}", (tree / "go.mod").read_text(), local, toolchain))
     progress(
         f"building {', '.join(components)} from {tree} as {version.tag} "
         "(minutes when the Go build cache is cold, seconds after a small change)"
@@ -184,7 +200,7 @@ def build_tree(tree: Path, version: KubeVersion, target: Path, components: Seque
         tree,
         f"Kubernetes from {tree}",
         progress,
-        env=build_env(),
+        env=build_env(tree),
         packages=command_packages(components),
         flags=BUILD_FLAGS,
     )
@@ -206,7 +222,7 @@ def prune_source_entries(keep: Path, count: int = ENTRIES_KEPT) -> list[Path]:
 
 def _go_json(tree: Path, args: list[str]) -> list[dict]:
     go = go_binary("Kubernetes binaries")
-    proc = subprocess.run([go, *args], cwd=tree, env=build_env(), capture_output=True, text=True, check=False)
+    proc = subprocess.run([go, *args], cwd=tree, env=build_env(tree), capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         raise BadInput(
             f"`go {' '.join(args[:2])}` in K8S_SOURCE={tree} failed:\n{proc.stderr.strip()[-2000:]}",

@@ -19,7 +19,11 @@ from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain.cache import Progress
 from device_conformance.toolchain.gobuild import download_modules
-from device_conformance.toolchain.source_tree import tree_staging_modules, write_version_file
+from device_conformance.toolchain.source_tree import (
+    tree_staging_modules,
+    without_unbuilt_staging,
+    write_version_file,
+)
 
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 
@@ -79,6 +83,9 @@ def get_tree(version: KubeVersion, target: Path, progress: Progress = print) -> 
     try:
         for placement in plan:
             copy_writable(placement.source, partial / placement.target)
+        work = partial / "go.work"
+        if work.is_file():  # the workspace must not name the staging modules left out (UNBUILT_STAGING)
+            work.write_text(without_unbuilt_staging(work.read_text()))
         write_version_file(partial, version)
         if target.exists():
             target.rmdir()  # empty, checked above

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.toolchain.gobuild import staging_modules
+from device_conformance.toolchain.gobuild import UNBUILT_STAGING, staging_modules, toolchain_for
 
 # hack/lib/version.sh sources this format (kube::version::save_version_vars); the name is ours.
 VERSION_FILE = ".kube-version-defs"
@@ -59,12 +59,30 @@ def check_tree(tree: Path) -> None:
 
 def tree_staging_modules(tree: Path) -> list[str]:
     """The staging modules a tree needs under staging/src: those its go.mod replaces and its go.work
-    uses (the same 33 in 1.37; go.work, since 1.30, fails the build when one it uses is missing)."""
+    uses (the same 33 in 1.37; go.work, since 1.30, fails the build when one it uses is missing), less
+    UNBUILT_STAGING, which no server binary imports: `k8s-source get` leaves them out of the tree and
+    its go.work (without_unbuilt_staging)."""
     names = set(staging_modules((tree / "go.mod").read_text()))
     work = tree / "go.work"
     if work.is_file():
         names.update(re.findall(r"^\s*\./staging/src/(k8s\.io/[^\s/]+)\s*$", work.read_text(), re.M))
-    return sorted(names)
+    return sorted(names - set(UNBUILT_STAGING))
+
+
+def without_unbuilt_staging(go_work: str) -> str:
+    """go.work text without the `use` lines of UNBUILT_STAGING (for a tree that does not hold them)."""
+    unbuilt = "|".join(re.escape(name) for name in UNBUILT_STAGING)
+    return re.sub(rf"^\s*\./staging/src/(?:{unbuilt})\s*\n", "", go_work, flags=re.M)
+
+
+def tree_toolchain(tree: Path, local: str) -> str | None:
+    """The GOTOOLCHAIN a tree builds with when its go.mod needs a newer Go than `local` (see
+    gobuild.toolchain_for: the tree's .go-version, as hack/lib/golang.sh uses it); None otherwise."""
+    match = re.search(r"^go (\S+)\s*$", (tree / "go.mod").read_text(), re.M)
+    if match is None:
+        return None
+    pinned = tree / ".go-version"
+    return toolchain_for(match.group(1), local, pinned.read_text() if pinned.is_file() else None)
 
 
 def tree_version(tree: Path) -> TreeVersion | None:
