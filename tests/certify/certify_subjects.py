@@ -66,8 +66,9 @@ def run_device_plugin(defects=(), **overrides):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def run_dra_driver(defects=(), claims=CLAIMS):
-    """Certify the fake DRA driver (two devices, claims A and B allocated as ALLOCATED through its state file)."""
+def run_dra_driver(defects=(), claims=CLAIMS, patterns=()):
+    """Certify the fake DRA driver (two devices, claims A and B allocated as ALLOCATED through its state file) with
+    `defects` (contract breaches) or `patterns` (behaviours real drivers have that the contract allows)."""
     root = _short_dir("cdra-")
     try:
         config = DriverConfig(
@@ -81,6 +82,7 @@ def run_dra_driver(defects=(), claims=CLAIMS):
             call_log=str(root / "calls.jsonl"),
             state_file=str(root / "state.json"),
             defects=list(defects),
+            patterns=list(patterns),
         )
         allocations = {
             uid: {"namespace": ns, "name": name, "results": [{"device": d, "request": "gpu"} for d in ALLOCATED[uid]]}

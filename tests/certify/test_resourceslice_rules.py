@@ -6,8 +6,8 @@ import pytest
 
 from device_conformance.certify import resourceslices
 from device_conformance.certify.clauses import BY_ID
-from device_conformance.certify.dra_driver import DraDriverCertifier, DraDriverTarget
-from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, run_step
+from device_conformance.certify.dra_driver import SLICES_TIMEOUT, DraDriverCertifier, DraDriverTarget
+from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, Evidence, run_step
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
 
@@ -55,11 +55,23 @@ def test_each_broken_rule_is_reported(edit, problem):
     assert len(found) == 1 and problem in found[0], found
 
 
-def slices_step(monkeypatch, listed, kubeconfig="kubeconfig"):
-    """The DRA-SLICES step of the certifier, with the API server's answer replaced by `listed`."""
-    monkeypatch.setattr(resourceslices, "list_slices", lambda kc, driver, node: listed)
-    target = DraDriverTarget(registry_dir="/nonexistent", driver=DRIVER, kubeconfig=kubeconfig, node_name=NODE)
-    return run_step(BY_ID["DRA-SLICES"], DraDriverCertifier(target).slices)
+def slices_step(monkeypatch, *answers, kubeconfig="kubeconfig", timeout=0.0, before_restart=False):
+    """The DRA-SLICES step of the certifier, with the API server's answers (one per list call, the last one
+    repeated) replaced by `answers`; before_restart: DRA-RESTART judged them first, as it does with --command."""
+    calls = []
+
+    def list_slices(kc, driver, node):
+        calls.append(node)
+        return answers[min(len(calls), len(answers)) - 1]
+
+    monkeypatch.setattr(resourceslices, "list_slices", list_slices)
+    target = DraDriverTarget(
+        registry_dir="/nonexistent", driver=DRIVER, kubeconfig=kubeconfig, node_name=NODE, slices_timeout=timeout
+    )
+    certifier = DraDriverCertifier(target)
+    if before_restart:
+        certifier._slice_findings = certifier._judge_slices(Evidence(), "before the restart")
+    return run_step(BY_ID["DRA-SLICES"], certifier.slices)
 
 
 def test_the_slices_clause_passes_valid_slices_and_fails_broken_ones(monkeypatch):
@@ -67,10 +79,32 @@ def test_the_slices_clause_passes_valid_slices_and_fails_broken_ones(monkeypatch
     failed = slices_step(monkeypatch, [broken(lambda s: s["pool"].update(generation=-1))])
     assert (failed.verdict, failed.message) == (
         FAIL,
-        "slice 'node-1-dra.example.com': pool generation -1 is not a non-negative integer",
+        "now (after 0s): slice 'node-1-dra.example.com': pool generation -1 is not a non-negative integer",
     )
     none = slices_step(monkeypatch, [])
-    assert (none.verdict, none.message) == (FAIL, "no ResourceSlice of driver dra.example.com for node node-1")
+    assert (none.verdict, none.message) == (
+        FAIL,
+        "now (after 0s): no ResourceSlice of driver dra.example.com for node node-1",
+    )
+
+
+def test_slices_published_late_pass_within_the_kubelets_wiping_delay(monkeypatch):
+    """A driver publishing only after NotifyRegistrationStatus (or a while after a restart) is polled for, up to
+    the kubelet's defaultWipingDelay (pkg/kubelet/cm/dra/manager.go); one LIST would have failed it."""
+    assert SLICES_TIMEOUT == 30.0
+    late = slices_step(monkeypatch, [], [], [fake_slice()], timeout=10.0)
+    assert (late.verdict, late.message) == (PASS, "valid")
+    assert late.evidence[0].startswith("now: 1 ResourceSlice(s) of dra.example.com on node node-1 (")
+
+
+def test_slices_are_judged_before_and_after_the_restart(monkeypatch):
+    both = slices_step(monkeypatch, [fake_slice()], before_restart=True)
+    assert (both.verdict, both.message) == (PASS, "valid before and after the restart")
+    gone = slices_step(monkeypatch, [fake_slice()], [], before_restart=True)
+    assert (gone.verdict, gone.message) == (
+        FAIL,
+        "after the restart (after 0s): no ResourceSlice of driver dra.example.com for node node-1",
+    )
 
 
 def test_without_a_kubeconfig_slices_are_not_applicable(monkeypatch):

@@ -121,3 +121,8 @@ def resolve(cdi_dir: Path, qualified: str) -> list[Path]:
         return []
     kind, name = parsed
     return [spec.path for spec in map(check_spec, spec_files(cdi_dir)) if spec.kind == kind and name in spec.devices]
+
+
+def defined_ids(cdi_dir: Path) -> set[str]:
+    """Every fully qualified CDI device name (vendor/class=name) the spec files in cdi_dir define now."""
+    return {f"{spec.kind}={name}" for spec in map(check_spec, spec_files(cdi_dir)) for name in spec.devices}

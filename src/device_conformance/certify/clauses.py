@@ -21,6 +21,8 @@ DRA_MANAGER = "pkg/kubelet/cm/dra/manager.go"
 DRA_KEP = "KEP-4381 (DRA structured parameters)"
 CDI_SPEC = "CDI specification v0.6+ (cncf-tags/container-device-interface SPEC.md)"
 SLICE_TYPES = "staging/src/k8s.io/api/resource/v1/types.go (ResourceSlice) and pkg/apis/resource/validation"
+DRA_HELPER = "staging/src/k8s.io/dynamic-resource-allocation/kubeletplugin/draplugin.go"
+EXAMPLE_DRIVER_CDI = "kubernetes-sigs/dra-example-driver cmd/dra-example-kubeletplugin/cdi.go"
 
 
 @dataclass(frozen=True)
@@ -157,22 +159,27 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DRA-REG-NOTIFY",
         "NotifyRegistrationStatus",
-        "NotifyRegistrationStatus is answered (success and failure reports alike) within the kubelet's 5 s.",
-        f"{REG_API} (NotifyRegistrationStatus); {REG_GENERATOR}",
+        "NotifyRegistrationStatus is answered (success and failure reports alike) within the kubelet's 5 s. The tool "
+        "sends plugin_registered=True after every (re)start once GetInfo answers, as the kubelet notifies every "
+        "registration socket it registers.",
+        f"{REG_API} (NotifyRegistrationStatus); {REG_GENERATOR} (GenerateRegisterPluginFunc -> notifyPlugin)",
     ),
     Clause(
         "DRA-SERVICE",
         "DRA service on the endpoint",
-        "The endpoint from GetInfo serves the advertised DRAPlugin service (an empty NodePrepareResources "
-        "answers with no claims).",
-        f"{DRA_API} (service DRAPlugin); {DRA_REGISTRATION}",
+        "After NotifyRegistrationStatus, the endpoint from GetInfo serves the advertised DRAPlugin service within "
+        "30 s (an empty NodePrepareResources answers with no claims); it need not exist before the notification.",
+        f"{DRA_API} (service DRAPlugin); {DRA_REGISTRATION} (RegisterPlugin connects lazily, calls come later)",
     ),
     Clause(
         "DRA-PREPARE",
         "NodePrepareResources",
-        "Preparing an allocated claim answers that claim with no error and at least one device, each with "
-        "pool and device name and fully qualified CDI device IDs.",
-        f"{DRA_API} (NodePrepareResourcesResponse, NodePrepareResourceResponse, Device)",
+        "Preparing an allocated claim answers that claim with no error and zero or more devices (zero passes with a "
+        "note), each with pool and device name and fully qualified CDI device IDs (none is valid); when --claims "
+        "names the allocated devices, a non-empty answer names exactly those.",
+        f"{DRA_API} (NodePrepareResourceResponse.devices: 'each request may have zero or more devices'; "
+        f"Device.cdi_device_ids: 'None is also valid'); {DRA_MANAGER} (Manager.prepareResources records "
+        "result.GetDevices() as answered)",
     ),
     Clause(
         "DRA-PREPARE-IDEMPOTENT",
@@ -184,15 +191,22 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DRA-PREPARE-MULTI",
         "Several claims in one call, one failing",
-        "NodePrepareResources with several claims answers each claim by UID; one claim failing is reported "
-        "in that claim's error, the others are prepared.",
-        f"{DRA_API} (NodePrepareResourcesResponse.claims keyed by UID; per-claim error)",
+        "NodePrepareResources with an allocated claim and a made-up one either fails as a whole with a gRPC error "
+        "(not a hang or a lost connection) or answers every claim by UID with an error for the made-up one. FAIL: "
+        "the made-up claim answered as prepared without error, a claim missing from a successful answer, or UIDs "
+        "nobody asked for.",
+        f"{DRA_API} (service DRAPlugin: 'If an error is returned, the response is ignored'; "
+        "NodePrepareResourcesResponse.claims: 'NodePrepareResources will be called again for those that are "
+        f"missing'); {DRA_MANAGER} (Manager.prepareResources fails the pod's prepare on any claim's error, on "
+        f"'skipped %d ResourceClaims' and on 'result for unknown claim UID'); {DRA_HELPER} "
+        "(nodePluginImplementation.NodePrepareResources fails the whole call when getResourceClaims cannot read one)",
     ),
     Clause(
         "DRA-CDI-VALID",
         "CDI spec files valid",
         "The CDI spec files the driver writes are valid (cdiVersion, kind vendor/class, device names, edits), "
-        "and every CDI device ID it returns resolves to exactly one device (no duplicates).",
+        "and every CDI device ID it returns resolves to exactly one device (no duplicates); NOT APPLICABLE when "
+        "it answers no CDI device IDs.",
         f"{CDI_SPEC}; {DRA_API} (Device.cdi_device_ids)",
     ),
     Clause(
@@ -204,8 +218,12 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DRA-CDI-REMOVED",
         "CDI devices removed on unprepare",
-        "After unprepare, none of the claim's CDI device IDs resolves any more in the CDI spec directory.",
-        f"{CDI_SPEC}; {DRA_KEP} (the driver cleans up what it prepared)",
+        "After unprepare, none of the claim-specific CDI device IDs resolves any more in the CDI spec directory. An "
+        "ID is claim-specific unless another prepared claim lists it or it was defined before the first prepare; "
+        "shared and static ones may stay (evidence notes).",
+        f"{EXAMPLE_DRIVER_CDI} (DeleteClaimSpecFile on unprepare; CreateCommonSpecFile at start-up, listed by "
+        f"GetClaimDevices for every claim, never removed); {CDI_SPEC}; {DRA_KEP} (the driver cleans up what it "
+        "prepared for the claim)",
     ),
     Clause(
         "DRA-UNPREPARE-IDEMPOTENT",
@@ -223,19 +241,40 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DRA-RESTART",
         "Prepare after a driver restart",
-        "A claim prepared before the driver restarts is prepared again afterwards with the same result.",
-        f"{DRA_MANAGER} (claims stay prepared in the kubelet's checkpoint across driver restarts); {DRA_KEP}",
+        "A claim prepared before the driver restarts is prepared again afterwards with the same result (zero "
+        "devices included), once the restarted driver is registered again and notified.",
+        f"{DRA_MANAGER} (claims stay prepared in the kubelet's checkpoint across driver restarts); {REG_GENERATOR} "
+        f"(GenerateRegisterPluginFunc notifies the new socket); {DRA_KEP}; kubernetes#141966 (prepare again after a "
+        "restart must be idempotent)",
     ),
     Clause(
         "DRA-SLICES",
         "ResourceSlices valid",
-        "The driver's ResourceSlices for the node are valid: names, driver, pool name and generation, "
-        "device names unique, attributes and capacities well-formed, taints well-formed.",
-        SLICE_TYPES,
+        "The driver's ResourceSlices for the node are there and valid (names, driver, pool name and generation, "
+        "device names unique, attributes and capacities well-formed, taints well-formed) before the restart and "
+        "after it, each polled for up to 30 s.",
+        f"{SLICE_TYPES}; {DRA_MANAGER} (defaultWipingDelay = 30 s: how long the kubelet keeps a gone driver's "
+        "slices, 'long enough for a simple container restart')",
     ),
 )
 
 BY_ID: dict[str, Clause] = {c.id: c for c in (*DEVICE_PLUGIN_CLAUSES, *DRA_DRIVER_CLAUSES)}
+
+# Behaviours of real DRA drivers the API allows, each a pattern of our fake (fakes/dra_driver/config.py PATTERNS,
+# tests/certify/test_certify_dra_patterns.py), and the DRA clauses they pass on account of it.
+DRA_PATTERNS_PASSED: dict[str, str] = {
+    "DRA-REG-NOTIFY": "`serve-after-notify` (serves only once notified: notified after every start)",
+    "DRA-SERVICE": "`serve-after-notify` (endpoint absent until the notification)",
+    "DRA-PREPARE": "`prepare-no-devices` (NRI drivers: zero devices, a note); `cdi-common-device` and "
+    "`cdi-static-per-device` (CDI IDs that are no claim's own)",
+    "DRA-PREPARE-MULTI": "`fetch-claims-first` (kubeletplugin: the whole call fails with a gRPC error); a per-claim "
+    "error for the made-up claim only, or for both claims",
+    "DRA-CDI-VALID": "`cdi-common-device`, `cdi-static-per-device`; NOT APPLICABLE for `prepare-no-devices`",
+    "DRA-CDI-REMOVED": "`cdi-common-device`, `cdi-static-per-device` (shared or static IDs are notes); NOT "
+    "APPLICABLE for `prepare-no-devices`",
+    "DRA-RESTART": "`serve-after-notify` (notified after the restart), `prepare-no-devices` (zero devices both times)",
+    "DRA-SLICES": "`serve-after-notify` (publishes after the notification: polled for, needs --kubeconfig)",
+}
 
 
 REGENERATE = "device-conformance certify clauses > docs/certify-clauses.md"
@@ -252,4 +291,6 @@ def markdown() -> str:
     for title, clauses in (("Device plugin", DEVICE_PLUGIN_CLAUSES), ("DRA driver", DRA_DRIVER_CLAUSES)):
         out += ["", f"## {title}", "", "| ID | Clause | Rule | Source |", "|---|---|---|---|"]
         out += [f"| {c.id} | {c.title} | {c.rule} | {c.source} |" for c in clauses]
+    out += ["", "## DRA driver: real-world patterns each clause passes", "", "| ID | Patterns |", "|---|---|"]
+    out += [f"| {clause} | {patterns} |" for clause, patterns in DRA_PATTERNS_PASSED.items()]
     return "\n".join(out) + "\n"

@@ -3,9 +3,14 @@ and DRA gRPC APIs like the kubelet, checking a DRA driver clause by clause (clau
 
 Claims: a driver prepares claims allocated to it, which it normally reads from the API server. The user
 names claims the driver can prepare (--claims FILE; on a cluster, allocated ResourceClaims of this node;
-our fake driver takes them from its state file). Claims the driver cannot know (for the failing claim and
+our fake driver takes them from its state file); with --kubeconfig they are checked against the API server
+before anything starts (dra_claims.check_claims). Claims the driver cannot know (for the failing claim and
 the unknown unprepare) are made up here with fresh UIDs. Without claims the prepare clauses are NOT
 APPLICABLE, never passed.
+
+Like the kubelet, the tool sends NotifyRegistrationStatus(plugin_registered=True) after every (re)start once
+the registration socket answers GetInfo, and waits for the endpoint to serve after it: some drivers serve (and
+publish slices) only once their registration is confirmed.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 
 import grpc
 
-from device_conformance.certify import cdi, limits, resourceslices
+from device_conformance.certify import cdi, dra_claims, limits, resourceslices
 from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES
 from device_conformance.certify.exchange import rpc_error, show
 from device_conformance.certify.subject import SubjectProcess
@@ -44,6 +49,15 @@ PLUGIN_TYPE = "DRAPlugin"
 # The DRA services the kubelet speaks, preferred first (pkg/kubelet/cm/dra/plugin/dra_plugin.go).
 KUBELET_SERVICES = ("v1.DRAPlugin", "v1beta1.DRAPlugin")
 REGISTRATION_API = "pluginregistration/v1 (Registration: GetInfo, NotifyRegistrationStatus)"
+# How long a driver's slices may be missing or in flux: the kubelet wipes a driver's ResourceSlices only once it
+# has been gone this long, "long enough for a simple container restart" (pkg/kubelet/cm/dra/manager.go,
+# defaultWipingDelay = 30 s).
+SLICES_TIMEOUT = 30.0
+# After NotifyRegistrationStatus, how long the endpoint gets to start serving (process start-up included, as
+# for registering: limits.REGISTER_TIMEOUT).
+SERVE_TIMEOUT = limits.REGISTER_TIMEOUT
+# A whole-call error is an answer; a hang past the kubelet's deadline or a lost connection is not.
+NOT_AN_ANSWER = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
 @dataclass
@@ -57,6 +71,7 @@ class DraDriverTarget:
     cdi_dir: str = "/var/run/cdi"
     kubeconfig: str | None = None
     node_name: str | None = None
+    slices_timeout: float = SLICES_TIMEOUT
     name: str = ""
     version: str = ""
     workdir: Path = Path(".")
@@ -95,6 +110,11 @@ class DraDriverCertifier:
         self._gone = False
         self.unprepared: dict[str, list[dict[str, Any]]] = {}
         self._cdi_before = {p.name for p in cdi.spec_files(Path(target.cdi_dir))}
+        # CDI IDs defined just before the first prepare (static and driver-wide specs written at start-up), and
+        # every CDI ID each claim was answered with: what makes an ID claim-specific (cdi_removed).
+        self._cdi_at_first_prepare: set[str] | None = None
+        self.answered_ids: dict[str, set[str]] = {}
+        self._slice_findings: list[str] = []
 
     # -- the run ------------------------------------------------------------------------------------------
 
@@ -231,14 +251,19 @@ class DraDriverCertifier:
         if problems:
             raise ClauseFailed("; ".join(problems))
         self.service = spoken[0]
-        if os.path.exists(info.endpoint):
-            self.client = KubeletClient(self.registration_socket, info.endpoint)
-        else:
-            ev.add(f"endpoint {info.endpoint} does not exist in this mount namespace")
+        if not os.path.exists(info.endpoint):  # checked after NotifyRegistrationStatus (DRA-SERVICE)
+            ev.add(f"endpoint {info.endpoint} does not exist yet (a driver may serve only once notified)")
         return f"{info.type} {info.name} at {info.endpoint}, speaks {spoken}"
 
     def reg_notify(self, ev: Evidence) -> str:
         self._registered()
+        self._notify(ev)
+        return "answered"
+
+    def _notify(self, ev: Evidence) -> None:
+        """NotifyRegistrationStatus(plugin_registered=True), as the kubelet sends to every registration socket it
+        validated (pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go, GenerateRegisterPluginFunc
+        -> notifyPlugin)."""
         status = reg_pb2.RegistrationStatus(plugin_registered=True)
         ev.add(f"-> NotifyRegistrationStatus {show(status)}")
         with grpc.insecure_channel(f"unix:{self.registration_socket}") as channel:
@@ -249,20 +274,51 @@ class DraDriverCertifier:
             except grpc.RpcError as err:
                 raise ClauseFailed(f"NotifyRegistrationStatus failed: {rpc_error(err)}") from err
         ev.add(f"<- {show(answer)}")
-        return "answered"
 
-    def dra_service(self, ev: Evidence) -> str:
-        client = self._connected()
-        ev.add(f"-> {self.service}/NodePrepareResources {{}} on {self.info.endpoint if self.info else '?'}")
+    def _wait_endpoint(self, ev: Evidence) -> str:
+        endpoint = self.info.endpoint if self.info else ""
+
+        def probe() -> str | Pending:
+            if self.proc and not self.proc.running():
+                raise Abort(f"the subject exited ({self.proc.exit_status()})")
+            return endpoint if os.path.exists(endpoint) else Pending(f"{endpoint} does not exist")
+
         try:
-            response = client.prepare([], version=self.service, timeout=limits.DRA_CALL_TIMEOUT)
+            return until(probe, what=f"the endpoint {endpoint}", timeout=SERVE_TIMEOUT)
+        except (WaitTimeout, Abort) as exc:
+            ev.add(str(exc))
+            raise ClauseFailed(
+                f"endpoint {endpoint} not there {SERVE_TIMEOUT:.0f}s after NotifyRegistrationStatus "
+                "(or in another mount namespace)"
+            ) from exc
+
+    def _connect_service(self, ev: Evidence) -> tuple[KubeletClient, Any]:
+        """The endpoint once it serves: an empty NodePrepareResources that waits for the socket to accept."""
+        endpoint = self._wait_endpoint(ev)
+        client = KubeletClient(self.registration_socket, endpoint)
+        ev.add(f"-> {self.service}/NodePrepareResources {{}} on {endpoint}")
+        try:
+            response = client.prepare([], version=self.service, timeout=SERVE_TIMEOUT, wait_for_ready=True)
         except grpc.RpcError as err:
-            self.client = None
+            client.close()
             raise ClauseFailed(f"{self.service} not served on the endpoint: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
+        return client, response
+
+    def _reregister(self, ev: Evidence) -> None:
+        """After a (re)start: find the socket (GetInfo), notify it, wait for the endpoint, as the kubelet does."""
+        self.registration_socket, self.info = self._find_socket(ev)
+        self._notify(ev)
+        self.client, _ = self._connect_service(ev)
+
+    def dra_service(self, ev: Evidence) -> str:
+        self._registered()
+        if not self.service or self.info is None:
+            raise ClauseFailed("not checked: no usable DRA service endpoint (DRA-REG-INFO)")
+        self.client, response = self._connect_service(ev)
         if response.claims:
             raise ClauseFailed(f"an empty request was answered with claims {sorted(response.claims)}")
-        return f"{self.service} answers on {self.info.endpoint if self.info else '?'}"
+        return f"{self.service} answers on {self.info.endpoint}"
 
     # -- claims -------------------------------------------------------------------------------------------
 
@@ -298,21 +354,36 @@ class DraDriverCertifier:
         result = response.claims[uid]
         if result.error:
             raise ClauseFailed(f"claim {uid}: error {result.error!r}")
-        if not result.devices:
-            raise ClauseFailed(f"claim {uid}: no devices")
+        return self._checked_devices(uid, result)
+
+    def _checked_devices(self, uid: str, result: Any) -> list[dict[str, Any]]:
+        """A prepared claim's devices, each with pool and device name and qualified CDI IDs; zero devices are
+        allowed ("each request may have zero or more devices", dra/v1 api.proto NodePrepareResourceResponse)."""
         for device in result.devices:
             if not device.pool_name or not device.device_name:
                 raise ClauseFailed(f"claim {uid}: device without pool or device name: {show(device)}")
             bad = [i for i in device.cdi_device_ids if cdi.parse_qualified(i) is None]
             if bad:
                 raise ClauseFailed(f"claim {uid}: CDI device IDs {bad} are not vendor/class=name")
+        self.answered_ids.setdefault(uid, set()).update(i for d in result.devices for i in d.cdi_device_ids)
         return _devices(result)
 
     def prepare(self, ev: Evidence) -> str:
         claim = self._claim(0)
+        first = self._cdi_at_first_prepare is None
+        if first:
+            self._cdi_at_first_prepare = cdi.defined_ids(Path(self.t.cdi_dir))
         devices = self._prepared_ok(self._call(ev, "NodePrepareResources", [claim]), claim)
         self.prepared[claim[1]] = devices
+        if first:
+            ev.add(f"CDI IDs defined before the first prepare: {sorted(self._cdi_at_first_prepare or ())}")
         expected = self.t.allocated.get(claim[1])
+        if not devices:
+            ev.add(
+                "note: no devices in the answer; the API allows it (dra/v1 api.proto: 'zero or more devices') and "
+                "the kubelet records none (drivers applying devices through NRI answer none)"
+            )
+            return f"claim {claim[0]}/{claim[2]}: 0 devices (allowed: zero or more)"
         if expected is not None:
             got = sorted(d.get("device_name", "") for d in devices)
             ev.add(f"allocated devices (--claims): {sorted(expected)}")
@@ -320,15 +391,21 @@ class DraDriverCertifier:
                 raise ClauseFailed(f"prepared devices {got}, the allocation has {sorted(expected)}")
         return f"claim {claim[0]}/{claim[2]}: {len(devices)} device(s)"
 
-    def _cdi_ids(self, uids: list[str]) -> list[str]:
-        return [i for u in uids for d in self.prepared.get(u, []) for i in d.get("cdi_device_ids", [])]
+    def _cdi_ids(self, uids: list[str], answers: dict[str, list[dict[str, Any]]] | None = None) -> list[str]:
+        answers = self.prepared if answers is None else answers
+        return [i for u in uids for d in answers.get(u, []) for i in d.get("cdi_device_ids", [])]
+
+    def _no_cdi_reason(self, answers: dict[str, list[dict[str, Any]]]) -> str:
+        if not any(answers.values()):
+            return "the driver answered no devices (the API allows zero or more), so there are no CDI device IDs"
+        return "the driver returned no CDI device IDs (the API: 'None is also valid', Device.cdi_device_ids)"
 
     def cdi_valid(self, ev: Evidence) -> str:
         ids = self._cdi_ids(list(self.prepared))
         if not self.prepared:
             raise NotApplicable("no claim was prepared (DRA-PREPARE)")
         if not ids:
-            raise NotApplicable("the driver returned no CDI device IDs")
+            raise NotApplicable(self._no_cdi_reason(self.prepared))
         cdi_dir = Path(self.t.cdi_dir)
         kinds = {cdi.parse_qualified(i)[0] for i in ids}  # type: ignore[index]
         problems: list[str] = []
@@ -358,17 +435,49 @@ class DraDriverCertifier:
         return "the same devices and CDI IDs again"
 
     def prepare_multi(self, ev: Evidence) -> str:
+        """Several claims, one made up: a whole-call error is an answer (dra/v1 api.proto: "NodePrepareResources
+        will be called again for those that are missing"; kubeletplugin's NodePrepareResources fails the call when
+        getResourceClaims cannot read one), and so is a per-claim error. The kubelet fails the pod's prepare on
+        either (pkg/kubelet/cm/dra/manager.go, Manager.prepareResources), so neither loses anything."""
         good = self._claim(1) if len(self.t.claims) > 1 else self._claim(0)
         bad = self._made_up("not-allocated")
         ev.add(f"claim {bad[0]}/{bad[2]} (uid {bad[1]}) is made up: the driver cannot prepare it")
-        response = self._call(ev, "NodePrepareResources", [good, bad])
-        devices = self._prepared_ok(response, good)
-        self.prepared.setdefault(good[1], devices)
-        if bad[1] not in response.claims:
-            raise ClauseFailed(f"the failing claim {bad[1]} is missing from the answer")
+        response = self._multi_call(ev, [good, bad])
+        if response is None:
+            return "the whole call failed with an error (allowed: the kubelet calls again)"
+        extra = sorted(set(response.claims) - {good[1], bad[1]})
+        if extra:  # manager.go prepareResources: "NodePrepareResources returned result for unknown claim UID"
+            raise ClauseFailed(f"the answer has claim UIDs nobody asked for: {extra}")
+        if good[1] not in response.claims:
+            raise ClauseFailed(f"claim {good[1]} missing from a successful answer (has {sorted(response.claims)})")
+        if bad[1] not in response.claims:  # manager.go prepareResources: "NodePrepareResources skipped %d"
+            raise ClauseFailed(f"the failing claim {bad[1]} is missing from a successful answer")
         if not response.claims[bad[1]].error:
-            raise ClauseFailed(f"claim {bad[1]} was never allocated but has no error: {show(response.claims[bad[1]])}")
+            raise ClauseFailed(
+                f"claim {bad[1]} was never allocated but was answered as prepared with no error: "
+                f"{show(response.claims[bad[1]])}"
+            )
+        if response.claims[good[1]].error:
+            ev.add("note: the good claim failed too; the kubelet fails the pod's prepare on any claim's error anyway")
+            return f"both claims answered with errors ({bad[2]}: its own)"
+        self.prepared.setdefault(good[1], self._checked_devices(good[1], response.claims[good[1]]))
         return f"{good[2]} prepared, {bad[2]} reported its own error"
+
+    def _multi_call(self, ev: Evidence, claims: list[Claim]) -> Any:
+        """The answer, or None for a whole-call error that is an answer (not a hang, crash or lost connection)."""
+        try:
+            return self._call(ev, "NodePrepareResources", claims)
+        except ClauseFailed as exc:
+            err = exc.__cause__
+            code = err.code() if isinstance(err, grpc.Call) else None
+            if code is None or code in NOT_AN_ANSWER:  # a hang, a crash or a lost connection answers nothing
+                raise
+            ev.add(
+                "note: a whole-call error is allowed with several claims (dra/v1 api.proto "
+                "NodePrepareResourcesResponse: 'NodePrepareResources will be called again for those that are "
+                "missing'); kubeletplugin's NodePrepareResources fails the call when getResourceClaims cannot read one"
+            )
+            return None
 
     def unprepare(self, ev: Evidence) -> str:
         if not self.prepared:
@@ -386,13 +495,36 @@ class DraDriverCertifier:
         self.prepared.clear()
         return f"{len(claims)} claim(s) unprepared"
 
+    def _claim_specific(self, uid: str, qualified: str) -> str | None:
+        """None when the CDI ID is the claim's own, else why it is shared or static: listed by another claim, or
+        defined before the first prepare (written at start-up)."""
+        others = sorted(u for u, ids in self.answered_ids.items() if u != uid and qualified in ids)
+        if others:
+            return f"shared: also listed by claim(s) {others}"
+        if self._cdi_at_first_prepare is not None and qualified in self._cdi_at_first_prepare:
+            return "static: defined before the first prepare"
+        return None
+
     def cdi_removed(self, ev: Evidence) -> str:
+        """Only claim-specific CDI IDs must go: the reference driver removes the claim's own spec on unprepare and
+        keeps its driver-wide one (dra-example-driver cmd/dra-example-kubeletplugin/cdi.go: DeleteClaimSpecFile vs
+        CreateCommonSpecFile at start-up); neither the CDI spec, KEP-4381 nor the kubelet asks more."""
         done = self.unprepared
         if not done or self.prepared:
             raise NotApplicable("no claim was unprepared (DRA-UNPREPARE)")
-        ids = [i for devices in done.values() for d in devices for i in d.get("cdi_device_ids", [])]
+        all_ids = list(dict.fromkeys(self._cdi_ids(list(done), done)))
+        if not all_ids:
+            raise NotApplicable(self._no_cdi_reason(done))
+        ids = []
+        for uid, devices in done.items():
+            for qualified in dict.fromkeys(i for d in devices for i in d.get("cdi_device_ids", [])):
+                why = self._claim_specific(uid, qualified)
+                if why:
+                    ev.add(f"note: {qualified} of claim {uid} not judged ({why}; may stay)")
+                elif qualified not in ids:
+                    ids.append(qualified)
         if not ids:
-            raise NotApplicable("the driver returned no CDI device IDs")
+            return f"no claim-specific CDI device IDs; {len(all_ids)} shared or static one(s) may stay"
         left = {}
         for qualified in ids:
             files = cdi.resolve(Path(self.t.cdi_dir), qualified)
@@ -401,7 +533,7 @@ class DraDriverCertifier:
                 left[qualified] = [str(f) for f in files]
         if left:
             raise ClauseFailed(f"still defined after unprepare: {left}")
-        return f"none of {len(ids)} CDI device ID(s) resolves any more"
+        return f"none of {len(ids)} claim-specific CDI device ID(s) resolves any more"
 
     def unprepare_again(self, ev: Evidence) -> str:
         claim = self._claim(0)
@@ -432,13 +564,14 @@ class DraDriverCertifier:
         claim = self._claim(0)
         before = self._prepared_ok(self._call(ev, "NodePrepareResources", [claim]), claim)
         self.prepared[claim[1]] = before
+        if self.t.kubeconfig:  # judged in DRA-SLICES, with the slices after the restart
+            self._slice_findings = self._judge_slices(ev, "before the restart")
         ev.add(f"certifier: restarting the driver ({self.proc.restart()})")
         self._gone = True
         if self.client:
             self.client.close()
             self.client = None
-        self.registration_socket, self.info = self._find_socket(ev)
-        self.client = KubeletClient(self.registration_socket, self.info.endpoint)
+        self._reregister(ev)
         self._gone = False
         after = self._prepared_ok(self._call(ev, "NodePrepareResources", [claim]), claim)
         if after != before:
@@ -448,16 +581,42 @@ class DraDriverCertifier:
     def slices(self, ev: Evidence) -> str:
         if not self.t.kubeconfig:
             raise NotApplicable("no API server in sanity mode (give --kubeconfig and --node to check ResourceSlices)")
-        found = resourceslices.list_slices(self.t.kubeconfig, self.t.driver, self.t.node_name)
-        ev.add(f"{len(found)} ResourceSlice(s) of {self.t.driver} on node {self.t.node_name}")
-        if not found:
-            raise ClauseFailed(f"no ResourceSlice of driver {self.t.driver} for node {self.t.node_name}")
-        problems = resourceslices.problems(found, self.t.driver, self.t.node_name)
-        ev.extend(json.dumps(s.get("spec"), sort_keys=True) for s in found)
+        restarted = bool(self._slice_findings)  # judged before the restart too (restart)
+        when = "after the restart" if restarted else "now"
+        problems = [p for p in self._slice_findings if not p.endswith(": valid")]
+        problems += [p for p in self._judge_slices(ev, when) if not p.endswith(": valid")]
         if problems:
             raise ClauseFailed("; ".join(problems[:5]))
-        return f"{len(found)} slice(s) valid"
+        return "valid before and after the restart" if restarted else "valid"
+
+    def _judge_slices(self, ev: Evidence, when: str) -> list[str]:
+        """Poll the driver's slices until they are there and valid, for as long as the kubelet lets a driver's
+        slices be in flux (SLICES_TIMEOUT); one finding '<when>: valid' or the problems seen last."""
+        started = time.monotonic()
+        while True:
+            try:
+                found = resourceslices.list_slices(str(self.t.kubeconfig), self.t.driver, self.t.node_name)
+                problems = (
+                    resourceslices.problems(found, self.t.driver, self.t.node_name)
+                    if found
+                    else [f"no ResourceSlice of driver {self.t.driver} for node {self.t.node_name}"]
+                )
+            except Exception as exc:  # an API hiccup is "not yet", like any other wait here
+                found, problems = [], [f"listing ResourceSlices failed: {type(exc).__name__}: {exc}"]
+            took = time.monotonic() - started
+            if not problems or took >= self.t.slices_timeout:
+                break
+            time.sleep(min(1.0, max(0.0, self.t.slices_timeout - took)))
+        ev.add(f"{when}: {len(found)} ResourceSlice(s) of {self.t.driver} on node {self.t.node_name} ({took:.1f}s)")
+        ev.extend(json.dumps(s.get("spec"), sort_keys=True) for s in found)
+        if problems:
+            return [f"{when} (after {took:.0f}s): {p}" for p in problems]
+        return [f"{when}: valid"]
 
 
-def certify_dra_driver(target: DraDriverTarget) -> Certification:
+def certify_dra_driver(target: DraDriverTarget, read_claim: dra_claims.ReadClaim | None = None) -> Certification:
+    """Certify; with --kubeconfig the --claims are checked first (BadInput before anything starts)."""
+    if target.kubeconfig and target.claims:
+        read = read_claim or dra_claims.api_reader(target.kubeconfig)
+        dra_claims.check_claims(target.claims, target.allocated, target.driver, target.node_name, read)
     return DraDriverCertifier(target).run()

@@ -63,3 +63,14 @@ def remove_spec(path: str) -> None:
         os.unlink(path)
     except FileNotFoundError:
         pass
+
+
+def static_spec_path(cdi_dir: str, driver: str, name: str) -> str:
+    """A spec the driver writes at start-up and keeps (driver-wide or per device), not per claim."""
+    return os.path.join(cdi_dir, f"{driver}-static-{name}.json")
+
+
+def build_static_spec(kind: str, driver: str, name: str) -> dict[str, Any]:
+    """One device that is not a claim's: the driver-wide `common` device or a device's own static spec."""
+    edits = {"env": [f"DRA_DRIVER_NAME={driver}", f"DRA_STATIC_DEVICE_{env_suffix(name)}={name}"]}
+    return {"cdiVersion": CDI_VERSION, "kind": kind, "devices": [{"name": name, "containerEdits": edits}]}

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from device_conformance.fakes.dra_driver import cdi
-from device_conformance.fakes.dra_driver.config import INVALID_CDI_VERSION, DriverConfig
+from device_conformance.fakes.dra_driver.config import COMMON_CDI_DEVICE, INVALID_CDI_VERSION, DriverConfig
 from device_conformance.fakes.dra_driver.kubeapi import KubeApi
 from device_conformance.fakes.dra_driver.state import DriverState
 
@@ -55,6 +55,32 @@ class ClaimPreparer:
     def defects(self) -> list[str]:
         return self._config.defects
 
+    @property
+    def patterns(self) -> list[str]:
+        return self._config.patterns
+
+    def write_static_specs(self) -> list[str]:
+        """At start-up, the specs that are no claim's: the driver-wide common device (cdi-common-device) and one
+        spec per device (cdi-static-per-device). Never removed, as the drivers that write them do."""
+        if not self._config.cdi_dir:
+            return []
+        names = [COMMON_CDI_DEVICE] if "cdi-common-device" in self.patterns else []
+        if "cdi-static-per-device" in self.patterns:
+            names += [d.name for d in self._config.devices]
+        paths = [cdi.static_spec_path(self._config.cdi_dir, self._config.driver_name, n) for n in names]
+        for name, path in zip(names, paths, strict=True):
+            cdi.write_spec(path, cdi.build_static_spec(self._config.cdi, self._config.driver_name, name))
+        return paths
+
+    def fetch_error(self, namespace: str, uid: str, name: str) -> str | None:
+        """Why this claim cannot be read as allocated to us (fetch-claims-first), like kubeletplugin's
+        getResourceClaims: "retrieve claim <ns>/<name>: ..." / "claim <ns>/<name> not allocated"."""
+        try:
+            results = self._results(namespace, uid, name)
+        except ClaimError as exc:
+            return f"retrieve claim {namespace}/{name}: {exc}"
+        return None if results else f"claim {namespace}/{name} not allocated"
+
     def _defective(self, devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
         defects = self._config.defects
         if "prepare-first-device-only" in defects:
@@ -70,14 +96,22 @@ class ClaimPreparer:
         if known is not None:
             self._restore_lost_spec(uid, known)
             return known["devices"]
-        results = self._results(namespace, uid, name)
+        try:
+            results = self._results(namespace, uid, name)
+        except ClaimError:
+            if "prepare-unknown-claim-succeeds" in self._config.defects:
+                return []  # answered as prepared although nothing is allocated
+            raise
         if not results:
             raise ClaimError(
                 f"ResourceClaim {namespace}/{name} has no allocation for driver {self._config.driver_name}"
             )
+        if "prepare-no-devices" in self.patterns:  # applied out of band (NRI): nothing for the kubelet
+            self._state.set_prepared(uid, {"namespace": namespace, "name": name, "devices": [], "cdi_spec": None})
+            return []
         devices = [self._device(uid, r) for r in results]
         spec_file = None
-        if self._config.cdi_dir:
+        if self._config.cdi_dir and "cdi-static-per-device" not in self.patterns:
             spec_file = cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid)
             names = list(dict.fromkeys(self._cdi_device(r["device"]) for r in results))
             spec = cdi.build_spec(self._config.cdi, namespace, name, uid, names)
@@ -124,6 +158,18 @@ class ClaimPreparer:
             raise ClaimError(f"ResourceClaim {namespace}/{name} has UID {actual}, the kubelet asked for {uid}")
         return results_from_claim(claim, self._config.driver_name)
 
+    def _cdi_ids(self, uid: str, device: str) -> list[str]:
+        if not self._config.cdi_dir:
+            return []
+        kind = self._config.cdi
+        if "cdi-static-per-device" in self.patterns:
+            ids = [f"{kind}={device}"]
+        else:
+            ids = [cdi.qualified_name(kind, uid, self._cdi_device(device))]
+        if "cdi-common-device" in self.patterns:  # dra-example-driver GetClaimDevices: common first
+            ids.insert(0, f"{kind}={COMMON_CDI_DEVICE}")
+        return ids
+
     def _device(self, uid: str, result: dict[str, Any]) -> dict[str, Any]:
         device = result["device"]
         request = base_request(result.get("request") or "")
@@ -131,9 +177,7 @@ class ClaimPreparer:
             "request_names": [request] if request else [],
             "pool_name": result.get("pool") or self._config.pool,
             "device_name": device,
-            "cdi_device_ids": [cdi.qualified_name(self._config.cdi, uid, self._cdi_device(device))]
-            if self._config.cdi_dir
-            else [],
+            "cdi_device_ids": self._cdi_ids(uid, device),
         }
         if result.get("shareID"):
             entry["share_id"] = result["shareID"]

@@ -26,7 +26,9 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 # And the ones `device-conformance certify dra-driver` must catch, one clause each:
 #   prepare-rejects-repeat: preparing a claim this process holds prepared again fails in the claim's error
 #       ("already prepared"); the in-memory bookkeeping behind it is lost on restart (dra-driver-cpu#175).
-#   prepare-all-or-nothing: one failing claim fails the whole NodePrepareResources call (gRPC error).
+#   prepare-unknown-claim-succeeds: a claim the driver has no allocation for is answered as prepared, with no
+#       error and no devices, so the kubelet starts the pod without what the claim asked for (the API: "If
+#       non-empty, preparing the ResourceClaim failed", k8s.io/kubelet/pkg/apis/dra/v1/api.proto).
 #   unprepare-keeps-cdi: NodeUnprepareResources leaves the claim's CDI spec file behind.
 #   unprepare-unknown-claim-error: unpreparing a claim this process never prepared fails.
 #   unprepare-rejects-repeat: unpreparing a claim this process prepared and already unprepared fails.
@@ -38,13 +40,36 @@ DEFECTS = (
     "prepare-first-device-only",
     "prepare-keeps-lost-cdi-spec",
     "prepare-rejects-repeat",
-    "prepare-all-or-nothing",
+    "prepare-unknown-claim-succeeds",
     "unprepare-keeps-cdi",
     "unprepare-unknown-claim-error",
     "unprepare-rejects-repeat",
     "cdi-invalid-version",
     "restart-renames-cdi-devices",
 )
+# Behaviours real drivers have that the DRA API allows (DriverConfig.patterns); a certifier must pass them:
+#   fetch-claims-first: NodePrepareResources reads every claim of the call first and fails the whole call with a
+#       gRPC error when one is unknown, before preparing any (k8s.io/dynamic-resource-allocation kubeletplugin
+#       draplugin.go, nodePluginImplementation.NodePrepareResources -> getResourceClaims; the API allows it:
+#       "NodePrepareResources will be called again for those that are missing").
+#   cdi-common-device: a driver-wide CDI spec written at start-up with one device, listed in every claim's answer
+#       and never removed (kubernetes-sigs/dra-example-driver cmd/dra-example-kubeletplugin/cdi.go,
+#       CreateCommonSpecFile and GetClaimDevices' cdiCommonDeviceName "common").
+#   cdi-static-per-device: one CDI spec per device written at start-up and never removed; answers name those
+#       devices and no per-claim spec is written.
+#   serve-after-notify: the DRA service is served and slices published only once NotifyRegistrationStatus with
+#       plugin_registered=True arrives (the kubelet sends it to every new registration socket:
+#       pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go, GenerateRegisterPluginFunc).
+#   prepare-no-devices: every claim is answered with zero devices and no CDI spec is written (a driver applying
+#       devices through NRI; the API: "each request may have zero or more devices").
+PATTERNS = (
+    "fetch-claims-first",
+    "cdi-common-device",
+    "cdi-static-per-device",
+    "serve-after-notify",
+    "prepare-no-devices",
+)
+COMMON_CDI_DEVICE = "common"
 INVALID_CDI_VERSION = "0.0.0-defect"
 HEALTH_SERVICE_TOKEN = "v1alpha1.DRAResourceHealth"
 
@@ -132,6 +157,7 @@ class DriverConfig:
     serve_dra_on_start: bool = True
     publish_on_start: bool = True
     defects: list[str] = field(default_factory=list)  # names from DEFECTS
+    patterns: list[str] = field(default_factory=list)  # names from PATTERNS
 
     def __post_init__(self) -> None:
         self.devices = [DeviceSpec.from_dict(d) for d in self.devices]
@@ -140,6 +166,7 @@ class DriverConfig:
         }
         self.services = list(self.services)
         self.defects = list(self.defects)
+        self.patterns = list(self.patterns)
 
     # Derived values, in one place so the process and the handle agree.
     @property
@@ -179,6 +206,9 @@ class DriverConfig:
         unknown = sorted(set(self.defects) - set(DEFECTS))
         if unknown:
             raise BadInput(f"fake DRA driver config: unknown defects {unknown}", f"use only {list(DEFECTS)}")
+        unknown = sorted(set(self.patterns) - set(PATTERNS))
+        if unknown:
+            raise BadInput(f"fake DRA driver config: unknown patterns {unknown}", f"use only {list(PATTERNS)}")
         for path in self.sockets():
             if len(os.fsencode(path)) > SUN_PATH_MAX:
                 raise BadInput(

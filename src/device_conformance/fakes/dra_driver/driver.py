@@ -64,15 +64,34 @@ class Driver:
         for d in (self.config.registry_dir, self.config.plugin_dir, self.config.cdi_dir):
             if d:
                 os.makedirs(d, exist_ok=True)
+        self.preparer.write_static_specs()
+        after_notify = "serve-after-notify" in self.config.patterns
         # Service before registrar, as the upstream helper does: the kubelet may dial right after GetInfo.
-        if self.config.serve_dra_on_start:
+        if self.config.serve_dra_on_start and not after_notify:
             self.start_dra_service()
         if self.config.register_on_start:
             self.start_registrar()
-        if self.kube is not None and self.config.publish_on_start:
-            # In the background: a slow API server must not delay serving the kubelet (nor the handle's
-            # readiness wait); status()["slices"] tells when it is done.
+        if self.config.publish_on_start and not after_notify:
+            self._publish_in_background()
+
+    def _publish_in_background(self) -> None:
+        # In the background: a slow API server must not delay serving the kubelet (nor the handle's
+        # readiness wait); status()["slices"] tells when it is done.
+        if self.kube is not None:
             threading.Thread(target=self.slices.publish, name="publish-slices", daemon=True).start()
+
+    def _registration_notified(self, status: Any) -> None:
+        """Pattern serve-after-notify: serve and publish only once the kubelet confirmed the registration (it
+        notifies every new registration socket: pkg/kubelet/pluginmanager/operationexecutor/
+        operation_generator.go, GenerateRegisterPluginFunc -> notifyPlugin)."""
+        if "serve-after-notify" not in self.config.patterns or not status.plugin_registered:
+            return
+        with self._lock:
+            first = self._dra is None
+            if self.config.serve_dra_on_start:
+                self.start_dra_service()
+        if first and self.config.publish_on_start:
+            self._publish_in_background()
 
     def shutdown(self) -> None:
         """Clean exit: sockets go, ResourceSlices stay (the kubelet wipes them; suites assert that)."""
@@ -85,7 +104,9 @@ class Driver:
     def start_registrar(self) -> dict[str, Any]:
         with self._lock:
             if self._registrar is None:
-                servicer = registration.RegistrationServicer(self.config, self.faults, self.calls)
+                servicer = registration.RegistrationServicer(
+                    self.config, self.faults, self.calls, self._registration_notified
+                )
                 self._registrar = serve_unix(
                     self.config.registration_socket, lambda s: registration.add_to_server(servicer, s)
                 )

@@ -53,10 +53,18 @@ class KubeletClient:
         return pb, grpc_mod.DRAPluginStub(self._svc)
 
     def prepare(
-        self, claims: Sequence[Claim], *, version: str = "v1.DRAPlugin", timeout: float = DRA_CALL_TIMEOUT
+        self,
+        claims: Sequence[Claim],
+        *,
+        version: str = "v1.DRAPlugin",
+        timeout: float = DRA_CALL_TIMEOUT,
+        wait_for_ready: bool = False,
     ) -> Any:
+        """wait_for_ready: wait (up to timeout) for the endpoint to accept connections instead of failing at once,
+        for a driver that serves only some time after registering."""
         pb, stub = self._dra(version)
-        return stub.NodePrepareResources(pb.NodePrepareResourcesRequest(claims=_claims(pb, claims)), timeout=timeout)
+        request = pb.NodePrepareResourcesRequest(claims=_claims(pb, claims))
+        return stub.NodePrepareResources(request, timeout=timeout, wait_for_ready=wait_for_ready)
 
     def prepare_future(
         self, claims: Sequence[Claim], *, version: str = "v1.DRAPlugin", timeout: float = DRA_CALL_TIMEOUT

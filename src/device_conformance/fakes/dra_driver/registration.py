@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -21,9 +22,16 @@ PLUGIN_TYPE = "DRAPlugin"
 class RegistrationServicer(api_pb2_grpc.RegistrationServicer):
     """GetInfo answers with the kubelet's view of the endpoint; notifications land in the call log."""
 
-    def __init__(self, config: DriverConfig, faults: Faults, calls: CallLog) -> None:
+    def __init__(
+        self,
+        config: DriverConfig,
+        faults: Faults,
+        calls: CallLog,
+        on_notify: Callable[[api_pb2.RegistrationStatus], None] | None = None,
+    ) -> None:
         self._config = config
         self._rpc = Served(calls, faults, SERVICE, os.path.basename(config.registration_socket))
+        self._on_notify = on_notify
 
     def GetInfo(self, request: api_pb2.InfoRequest, context: grpc.ServicerContext) -> api_pb2.PluginInfo:
         return self._serve("GetInfo", request, context, self._info)
@@ -39,7 +47,12 @@ class RegistrationServicer(api_pb2_grpc.RegistrationServicer):
     def NotifyRegistrationStatus(
         self, request: api_pb2.RegistrationStatus, context: grpc.ServicerContext
     ) -> api_pb2.RegistrationStatusResponse:
-        return self._serve("NotifyRegistrationStatus", request, context, api_pb2.RegistrationStatusResponse)
+        return self._serve("NotifyRegistrationStatus", request, context, lambda: self._notified(request))
+
+    def _notified(self, request: api_pb2.RegistrationStatus) -> api_pb2.RegistrationStatusResponse:
+        if self._on_notify is not None:
+            self._on_notify(request)
+        return api_pb2.RegistrationStatusResponse()
 
     def _serve(self, method: str, request: Message, context: grpc.ServicerContext, answer: Any) -> Any:
         return self._rpc.unary(method, request, context, lambda _: answer())

@@ -9,8 +9,8 @@ from typing import Any
 import grpc
 
 from device_conformance.fakes.common.calls import CallLog
-from device_conformance.fakes.common.faults import Faults
-from device_conformance.fakes.common.rpc import Served
+from device_conformance.fakes.common.faults import Faults, Status
+from device_conformance.fakes.common.rpc import Served, end_call
 from device_conformance.fakes.dra_driver.claims import ClaimError, ClaimPreparer
 from device_conformance.protos.dra.v1 import api_pb2 as v1_pb2
 from device_conformance.protos.dra.v1 import api_pb2_grpc as v1_grpc
@@ -35,11 +35,22 @@ class DraServicer:
         self._rpc = Served(calls, faults, self._service, socket)
 
     def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
-        response = self._serve("NodePrepareResources", request, context, self._prepare)
-        failed = sorted(uid for uid, result in response.claims.items() if result.error)
-        if failed and "prepare-all-or-nothing" in self._preparer.defects:
-            context.abort(grpc.StatusCode.INTERNAL, f"claims {failed} failed (defect prepare-all-or-nothing)")
-        return response
+        if "fetch-claims-first" in self._preparer.patterns:
+            self._fetch_claims_first(request, context)
+        return self._serve("NodePrepareResources", request, context, self._prepare)
+
+    def _fetch_claims_first(self, request: Any, context: grpc.ServicerContext) -> None:
+        """Pattern fetch-claims-first: every claim is read before any is prepared, and one that cannot be read
+        fails the whole call, as k8s.io/dynamic-resource-allocation kubeletplugin's
+        nodePluginImplementation.NodePrepareResources does ("get resource claims: %w" from getResourceClaims;
+        a Go error from a handler reaches the caller as gRPC code UNKNOWN)."""
+        errors = [self._preparer.fetch_error(c.namespace, c.uid, c.name) for c in request.claims]
+        first = next((e for e in errors if e), None)
+        if first is None:
+            return
+        call = self._rpc.start("NodePrepareResources", request)
+        self._rpc.admit(call, context, [c.uid for c in request.claims])
+        end_call(self._rpc.log, call, context, Status("UNKNOWN", f"get resource claims: {first}"))
 
     def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._serve("NodeUnprepareResources", request, context, self._unprepare)

@@ -1,0 +1,91 @@
+"""Behaviours real DRA drivers have that the DRA API allows (DriverConfig.patterns): the certifier passes each on
+every clause it can judge, with the reason in the message or evidence, never a FAIL."""
+
+import functools
+
+import pytest
+from certify_subjects import run_dra_driver
+
+from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES
+from device_conformance.certify.verdicts import NOT_APPLICABLE, PASS
+
+NO_CDI = "the driver answered no devices (the API allows zero or more), so there are no CDI device IDs"
+# pattern -> (clauses judged NOT APPLICABLE and why, besides DRA-SLICES; (clause, expected message))
+PATTERNS = {
+    "fetch-claims-first": (
+        {},
+        ("DRA-PREPARE-MULTI", "the whole call failed with an error (allowed: the kubelet calls again)"),
+    ),
+    "cdi-common-device": ({}, ("DRA-CDI-REMOVED", "none of 3 claim-specific CDI device ID(s) resolves any more")),
+    "cdi-static-per-device": (
+        {},
+        ("DRA-CDI-REMOVED", "no claim-specific CDI device IDs; 2 shared or static one(s) may stay"),
+    ),
+    "serve-after-notify": ({}, ("DRA-RESTART", "the same devices and CDI IDs after the restart")),
+    "prepare-no-devices": (
+        {"DRA-CDI-VALID": NO_CDI, "DRA-CDI-REMOVED": NO_CDI},
+        ("DRA-PREPARE", "claim ns-1/claim-a: 0 devices (allowed: zero or more)"),
+    ),
+}
+
+
+def result(cert, clause):
+    return next(r for r in cert.results if r.clause.id == clause)
+
+
+@functools.cache
+def certified(pattern):
+    return run_dra_driver(patterns=[pattern])
+
+
+@pytest.mark.parametrize("pattern", sorted(PATTERNS))
+def test_each_pattern_passes_every_clause_it_can_be_judged_on(pattern):
+    cert = certified(pattern)
+    not_applicable, (clause, message) = PATTERNS[pattern]
+    expected = {c.id: PASS for c in DRA_DRIVER_CLAUSES} | {c: NOT_APPLICABLE for c in not_applicable}
+    expected["DRA-SLICES"] = NOT_APPLICABLE
+    assert {r.clause.id: r.verdict for r in cert.results} == expected, [
+        (r.clause.id, r.message) for r in cert.results if r.verdict != expected[r.clause.id]
+    ]
+    assert result(cert, clause).message == message
+    assert {c: result(cert, c).message for c in not_applicable} == not_applicable
+
+
+def test_fetch_claims_first_whole_call_error_is_the_evidence():
+    evidence = result(certified("fetch-claims-first"), "DRA-PREPARE-MULTI").evidence
+    assert evidence[2].startswith("<- error UNKNOWN: get resource claims: retrieve claim dc-certify/not-allocated-")
+
+
+def notes(pattern, clause):
+    return [line for line in result(certified(pattern), clause).evidence if line.startswith("note: ")]
+
+
+def test_a_driver_wide_cdi_device_listed_by_every_claim_is_a_note_not_a_failure():
+    assert notes("cdi-common-device", "DRA-CDI-REMOVED") == [
+        "note: dra.example.com/device=common of claim uid-a not judged "
+        "(shared: also listed by claim(s) ['uid-b']; may stay)",
+        "note: dra.example.com/device=common of claim uid-b not judged "
+        "(shared: also listed by claim(s) ['uid-a']; may stay)",
+    ]
+
+
+def test_static_per_device_cdi_specs_are_notes_not_failures():
+    assert notes("cdi-static-per-device", "DRA-CDI-REMOVED") == [
+        "note: dra.example.com/device=dev-0 of claim uid-a not judged (static: defined before the first prepare; "
+        "may stay)",
+        "note: dra.example.com/device=dev-1 of claim uid-a not judged (shared: also listed by claim(s) ['uid-b']; "
+        "may stay)",
+        "note: dra.example.com/device=dev-1 of claim uid-b not judged (shared: also listed by claim(s) ['uid-a']; "
+        "may stay)",
+    ]
+
+
+def test_a_restarted_driver_is_notified_before_it_is_called():
+    """serve-after-notify serves nothing until NotifyRegistrationStatus(plugin_registered=True): DRA-RESTART passes
+    only because the certifier notifies the restarted driver, as the kubelet notifies every new socket."""
+    cert = certified("serve-after-notify")
+    evidence = result(cert, "DRA-RESTART").evidence
+    notify = evidence.index('-> NotifyRegistrationStatus {"plugin_registered": true}')
+    restart = next(i for i, line in enumerate(evidence) if line.startswith("certifier: restarting the driver"))
+    assert restart < notify < len(evidence) - 2
+    assert "endpoint" in result(cert, "DRA-REG-INFO").evidence[-1]
