@@ -135,3 +135,26 @@ def test_a_build_in_a_module_needing_a_newer_go_reuses_the_chosen_toolchain(tmp_
     (tmp_path / "go.mod").write_text("module local/subject\n\ngo 1.26.0\n")
     assert gobuild.module_toolchain("go", tmp_path) is None
     assert gobuild.module_toolchain("go", tmp_path / "none") is None
+
+
+def test_a_build_the_proxy_refuses_modules_for_names_them(tmp_path):
+    # what `go build` of v1.38.0-beta.0 printed here (2026-11-28), shortened
+    lines = [
+        "/m/k8s.io/apimachinery@v0.38.0-beta.0/pkg/runtime/converter.go:32:2: sigs.k8s.io/structured-merge-diff/"
+        "v7@v7.0.1: reading https://proxy.golang.org/sigs.k8s.io/structured-merge-diff/v7/@v/v7.0.1.zip: 403 Forbidden",
+        "\tserver response: This module version is not available.",
+        "/m/k8s.io/kubernetes@v1.38.0-beta.0/pkg/kubelet/kubelet_network_linux.go:26:2: sigs.k8s.io/iptables-wrappers"
+        "@v1.0.0: reading https://proxy.golang.org/sigs.k8s.io/iptables-wrappers/@v/v1.0.0.zip: 403 Forbidden",
+    ]
+    go = tmp_path / "go"
+    go.write_text("#!/bin/sh\ncat <<'EOF'\n" + "\n".join(lines) + "\nEOF\nexit 1\n")
+    go.chmod(0o755)
+    with pytest.raises(BadInput) as excinfo:
+        gobuild.run_go(
+            [str(go), "build"], tmp_path, "Kubernetes v1.38.0-beta.0", lambda _: None, env={"GOTOOLCHAIN": "x"}
+        )
+    assert excinfo.value.problem == (
+        "go build of Kubernetes v1.38.0-beta.0 failed: the Go module proxy refuses modules it needs (403 This module "
+        "version is not available): sigs.k8s.io/iptables-wrappers@v1.0.0, sigs.k8s.io/structured-merge-diff/v7@v7.0.1"
+    )
+    assert excinfo.value.fix.startswith("this version cannot be built from the Go module proxy here: set K8S_BIN_DIR")

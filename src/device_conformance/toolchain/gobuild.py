@@ -36,6 +36,9 @@ UNBUILT_STAGING = ("k8s.io/sample-cli-plugin", "k8s.io/sample-controller")
 # `go` refuses a module whose go.mod needs a newer Go while GOTOOLCHAIN=local (the Go distribution's go.env
 # default here): "k8s.io/kubernetes@v1.38.0-beta.0 requires go >= 1.27.0 (running go 1.26.8; GOTOOLCHAIN=local)".
 _TOO_NEW_RE = re.compile(r"requires go >= (\d+(?:\.\d+)*)")
+# A module the proxy refuses during a build: "<file>: sigs.k8s.io/iptables-wrappers@v1.0.0: reading
+# https://proxy.golang.org/sigs.k8s.io/iptables-wrappers/@v/v1.0.0.zip: 403 Forbidden".
+_REFUSED_RE = re.compile(r"(\S+@v\S+): reading https?://\S+: 403 Forbidden")
 _GO_LINE_RE = re.compile(r"^go (\S+)\s*$", re.M)
 # The toolchain chosen for a Kubernetes version whose go.mod needs a newer Go than the local one (tag -> name).
 _TOOLCHAINS: dict[str, str] = {}
@@ -320,6 +323,7 @@ def run_go(
     last_report = started
     compiled = 0
     tail: list[str] = []
+    refused: set[str] = set()
     total: list[int] = []
     if packages:
 
@@ -336,12 +340,20 @@ def run_go(
         assert proc.stdout is not None
         for line in proc.stdout:
             tail = ([*tail, line.rstrip()])[-30:]
+            refused.update(_REFUSED_RE.findall(line))
             if not line.startswith("go: "):
                 compiled += 1
             now = time.monotonic()
             if now - last_report >= PROGRESS_EVERY_SECONDS:
                 last_report = now
                 progress(progress_line(label, compiled, total[0] if total else None, now - started))
+    if proc.returncode != 0 and refused:
+        raise BadInput(
+            f"go build of {label} failed: the Go module proxy refuses modules it needs (403 This module version is "
+            f"not available): {', '.join(sorted(refused))}",
+            "this version cannot be built from the Go module proxy here: set K8S_BIN_DIR to its release binaries "
+            "(dl.k8s.io), build a checkout with K8S_SOURCE, or pick another version",
+        )
     if proc.returncode != 0:
         raise BadInput(
             f"go build of {label} failed (exit {proc.returncode}):\n" + "\n".join(tail),
