@@ -15,6 +15,7 @@ from kubernetes.client import ApiException
 
 from device_conformance import podresources, timeouts
 from device_conformance.expectations.deviceplugin import (
+    COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART,
     RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART,
     SUCCEEDED_POD_READMITTED,
 )
@@ -246,8 +247,8 @@ def test_pod_force_deleted_while_kubelet_is_down_is_cleaned_up_and_frees_its_dev
 @pytest.mark.disruptive
 @pytest.mark.scenario("DP4")
 def test_pod_with_init_and_app_devices_survives_kubelet_restart(node, pod_factory, node_resource, registered_plugin):
-    """Init container and app container both hold a device; a plain kubelet restart must keep the pod
-    (#124345, recurrence #138446 "container not present in the initial running set")."""
+    """Init container and app container both hold a device; a plain kubelet restart, the plugin registering
+    again at once, must keep the pod (#124345). With the plugin away it is kubernetes#138446 (next test)."""
     plugin = registered_plugin
     resource = plugin.config.resource_name
     init = pods.container_spec("init", ["true"], resources={resource: 1})
@@ -261,6 +262,79 @@ def test_pod_with_init_and_app_devices_survives_kubelet_restart(node, pod_factor
     _keeps_running(pod)
     _lists(pod, resource, held, "after the kubelet restart")
     allocations(plugin, 1, 1)
+
+
+# How the plugin is away when the kubelet restarts, as in kubernetes#138446's reports: its registration held
+# back until the kubelet has taken the pod through admission again (_wait_readmission), or its process stopped
+# before the restart and started again afterwards. The report's third variant, a plugin registering some seconds
+# after the restart, is the first one: letting it register any earlier would race HandlePodAdditions right after
+# "SyncLoop ADD" (pkg/kubelet/kubelet.go syncLoopIteration), and the verdict would depend on which came first.
+PLUGIN_AWAY = ("held-back", "stopped")
+
+
+def _wait_readmission(node, pod, mark):
+    """The restarted kubelet has taken `pod` from the API server: it logs "SyncLoop ADD" (V(2)) and runs
+    HandlePodAdditions, the pod's admission, right after it in the same goroutine (pkg/kubelet/kubelet.go
+    syncLoopIteration; the same in module source v1.28.15 and v1.37.1)."""
+    wanted = f'"{pod.namespace}/{pod.name}"'
+
+    def added():
+        lines = [line for line in node.kubelet.log_since(mark).splitlines() if "SyncLoop ADD" in line]
+        return True if any(wanted in line for line in lines) else Pending(f"SyncLoop ADD lines {lines[-3:]}")
+
+    until(added, what=f"the restarted kubelet's SyncLoop ADD of {pod}", timeout=timeouts.NODE_READY)
+
+
+@pytest.mark.disruptive
+@pytest.mark.known_bug(COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART)
+@pytest.mark.parametrize("away", PLUGIN_AWAY)
+def test_pod_with_a_completed_init_device_container_survives_kubelet_restart_while_its_plugin_is_away(
+    kube, node, pod_factory, node_resource, registered_plugin, shows_known_bug, away
+):
+    """kubernetes#138446: the init container held a device and completed, the app container runs; a kubelet
+    restart while the plugin is away must leave the pod running. devicesToAllocate returns early only for a
+    container found running, so the completed init container reaches the registration and health checks that
+    sit before `needed == 0` (#109595) and the whole pod is failed with UnexpectedAdmissionError."""
+    plugin = registered_plugin
+    resource = plugin.config.resource_name
+    counts = node_resource(resource)
+    init = pods.container_spec("init", ["true"], resources={resource: 1})
+    pod = pod_factory("initaway", ["sleep", "86400"], resources={resource: 1}, init_containers=[init])
+    pod.wait_running()
+    _, held = allocations(plugin, 1, 1)  # the init container's, then main's
+    _lists(pod, resource, held, "before the restart")
+
+    if away == "stopped":
+        plugin.stop()
+        counts.wait_counts(2, 0)
+    else:
+        plugin.hold_registration(True)
+    mark = node.kubelet.log_mark()
+    node.kubelet.restart()
+    wait.for_node_ready(kube, node.name)
+    counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    _wait_readmission(node, pod, mark)
+
+    def changed(current):
+        if current.metadata.uid != pod.uid:
+            return f"a new pod {current.metadata.uid}"
+        main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
+        if current.status.phase == "Running" and main is not None and main.state.running and not main.restart_count:
+            return None
+        # A rejected pod can show phase Running without container statuses until its containers are stopped:
+        # the kubelet's admission event says why.
+        return f"{pods.summary(current)}; admission events: {[e for e in pod.events() if ADMISSION_ERROR in e]}"
+
+    with shows_known_bug(COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART):  # Failed, UnexpectedAdmission
+        pod.stays(changed, what="to keep running, its init container completed", duration=5)
+        _lists(pod, resource, held, f"after the kubelet restart, plugin {away}")
+
+    if away == "stopped":
+        plugin.respawn()
+    else:
+        plugin.hold_registration(False)
+    counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    allocations(plugin, 1, 1)  # none again: a pod left running, or one failed before any Allocate
 
 
 @pytest.mark.disruptive

@@ -84,6 +84,17 @@ VERDICTS = [
             ("1.37.1", False),
         ]
     ],
+    *[
+        (deviceplugin.COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART, release, affected)
+        for release, affected in [
+            ("1.27.16", False),  # before #116376 and #118635 met: any running container was re-admitted (#118559)
+            ("1.28.0", True),
+            ("1.28.15", True),  # module source: the early return for running containers only
+            ("1.34.10", True),  # module source, with #135485's cherry-pick
+            ("1.37.1", True),  # module source
+            ("1.37.2", True),
+        ]
+    ],
 ]
 
 
@@ -98,6 +109,7 @@ MATRIX = {
     deviceplugin.RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART: "TTTFFFF",
     deviceplugin.PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD: "TTTFFFF",
     deviceplugin.RESIZE_RUNS_DEVICE_ALLOCATION: "FFTTTTF",
+    deviceplugin.COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART: "TTTTTTT",
 }
 
 
@@ -137,17 +149,17 @@ def test_bug_table_cells(bug, minor, cell):
         (
             deviceplugin.RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART,
             "1.33.13",
-            "no fix on 1.33 (mainline: 1.36.0 by kubernetes#135485)",
+            "no fix on 1.33 (mainline: 1.36.0-alpha.1 by kubernetes#135485)",
         ),
         (
             deviceplugin.RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART,
             "1.34.10",
-            "fixed in 1.34.7 by kubernetes#138027 (mainline: 1.36.0 by kubernetes#135485)",
+            "fixed in 1.34.7 by kubernetes#138027 (mainline: 1.36.0-alpha.1 by kubernetes#135485)",
         ),
         (
             deviceplugin.PODRESOURCES_LISTS_TERMINATED_PODS,
             "1.33.13",
-            "no fix on 1.33 (mainline: 1.34.0 by kubernetes#132028)",
+            "no fix on 1.33 (mainline: 1.34.0-beta.0 by kubernetes#132028)",
         ),
     ],
 )
