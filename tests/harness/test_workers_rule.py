@@ -8,8 +8,10 @@ from device_conformance.pytest_plugin.workers import (
     auto_choice,
     auto_workers,
     available_memory_mib,
+    busy_cores,
     choose,
     cpu_quota,
+    cpu_times,
     load_average,
     workers_for,
 )
@@ -51,33 +53,41 @@ def test_available_memory_is_read_from_meminfo(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("cores", "quota", "load1", "provider", "expected"),
+    ("cores", "quota", "busy", "provider", "expected"),
     [
         (2, None, 0.0, "local", 8),  # idle: as before
-        (2, None, 1.0, "local", 8),  # one runnable task (the run itself) costs nothing
-        (2, None, 1.5, "local", 6),  # 1.5 spare cores: floor(4 x 1.5)
-        (2, None, 2.0, "local", 4),
-        (2, None, 8.7, "local", 1),  # the field report's machine: nothing to spare still runs one
-        (2, None, 8.7, "kind", 1),
+        (2, None, 0.25, "local", 8),  # a quarter core (daemons, the run's own start) costs nothing
+        (2, None, 0.75, "local", 6),  # 1.5 spare cores: floor(4 x 1.5)
+        (2, None, 1.25, "local", 4),  # a neighbour taking one core
+        (2, None, 2.0, "local", 1),  # the field report's machine (load 8.7): nothing to spare still runs one
+        (2, None, 2.0, "kind", 1),
         (16, 1.5, 0.0, "local", 6),  # a container limited to 1.5 CPUs on a 16-core host
         (16, 1.5, 0.0, "kind", 2),
-        (16, None, 12.0, "local", 8),  # 5 spare cores: capped
-        (16, None, 12.0, "kind", 6),
-        (4, 2.0, 2.5, "local", 2),  # quota 2, load 1.5 beyond idle: 0.5 spare
+        (16, None, 11.25, "local", 8),  # 5 spare cores: capped
+        (16, None, 11.25, "kind", 6),
+        (4, 2.0, 1.75, "local", 2),  # quota 2, 1.5 busy beyond idle: 0.5 spare
     ],
 )
-def test_workers_from_spare_cores(cores, quota, load1, provider, expected):
-    assert workers_for(cores, 22 * 1024, provider, load1=load1, quota=quota) == expected
+def test_workers_from_spare_cores(cores, quota, busy, provider, expected):
+    assert workers_for(cores, 22 * 1024, provider, busy=busy, quota=quota) == expected
 
 
 def test_the_choice_says_why():
-    choice = choose(Machine(cores=2, quota=None, load1=2.0, memory_mib=22 * 1024), "local")
+    choice = choose(Machine(cores=2, quota=None, busy=1.25, memory_mib=22 * 1024, load1=2.5), "local")
     assert choice.workers == 4
     assert choice.header_line() == (
-        "  workers (-n auto): 4: 2 cores, no CPU quota, load 2.00 (1 min): 1.00 spare cores; 22.0 GiB available "
-        "-> max(1, min(4 x 1.00 = 4 by CPU, 20 by memory, 8))"
+        "  workers (-n auto): 4: 2 cores, no CPU quota, 1.25 busy now (load 2.50, 1 min): 1.00 spare cores; "
+        "22.0 GiB available -> max(1, min(4 x 1.00 = 4 by CPU, 20 by memory, 8))"
     )
     assert auto_choice({"E2E_WORKERS": "3"}).reason == "E2E_WORKERS=3"
+
+
+def test_busy_cores_from_proc_stat(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 50 0 50 350 50 0 0 0 0 0\n")
+    assert cpu_times(stat) == (200, 1000)  # idle 700 + iowait 100 are not busy
+    assert cpu_times(tmp_path / "absent") is None
+    assert busy_cores(0.0, tmp_path / "absent") == 0.0
 
 
 def test_load_average_is_read_from_proc(tmp_path):

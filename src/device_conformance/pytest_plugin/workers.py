@@ -11,13 +11,16 @@ containerd, kubelet) used 722 MiB RSS here, its pytest worker, fakes and pods ab
 
     workers = max(1, min(per_core(provider, spare), (MemAvailable - 2 GiB) // 1 GiB, 8))
     per_core: local floor(4 * spare), kind floor(spare) + 1
-    spare = max(0, min(cores, CPU quota) - max(0, load1 - 1))
+    spare = max(0, min(cores, CPU quota) - max(0, busy - 0.25))
 
 The cores are those this process may use: its affinity, and its cgroup's CPU quota (cgroup v2 cpu.max, v1
 cpu.cfs_quota_us / cpu.cfs_period_us): a container limited to 1.5 CPUs on a 16-core host has 1.5. What the
 machine already does counts too: a 2-core machine at load 8.7 (another build) starved the clusters' starts
-in the field, so the 1-minute load average beyond one runnable task (the shell, the run's own collection)
-is taken off. An idle machine keeps the answer it had (load below 1 costs nothing).
+in the field. `busy` is the CPU time the machine spends now, in cores, sampled from /proc/stat over one
+second as the run starts (the pytest controller sleeps meanwhile); a quarter of a core of it (daemons, this
+run's own start) costs nothing. Not the load average: it trails the last minute, so a run started right
+after a build or another test step (`.ci/run` runs `make test` just before) would count work already done.
+The 1-minute load is still printed, for the record. An idle machine keeps the answer it had.
 
 E2E_WORKERS=N (0: no xdist) overrides the rule (README, "Parallel runs"); a cluster every worker would share
 (--provider existing, --kind-cluster) gets 1, since its tests run in turn anyway (xdist_groups.py).
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +42,8 @@ MEMORY_PER_WORKER_MIB = 1024
 MEMORY_RESERVE_MIB = 2048
 MAX_WORKERS = 8
 LOCAL_WORKERS_PER_CORE = 4  # measured: see above
-IDLE_LOAD = 1.0  # runnable tasks of an idle machine (and of this run) that take nothing from the clusters
+IDLE_BUSY = 0.25  # cores an idle machine (and this run's own start) keeps busy without taking from the clusters
+BUSY_SAMPLE_SECONDS = 1.0
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 WORKERS_ENV = "E2E_WORKERS"
 
@@ -67,6 +72,26 @@ def load_average(loadavg: Path = Path("/proc/loadavg")) -> float:
         return float(loadavg.read_text().split()[0])
     except (OSError, ValueError, IndexError):
         return 0.0
+
+
+def cpu_times(stat: Path = Path("/proc/stat")) -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from /proc/stat's first line; idle and iowait are not busy."""
+    try:
+        fields = [int(v) for v in stat.read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return sum(fields) - idle, sum(fields)
+
+
+def busy_cores(seconds: float = BUSY_SAMPLE_SECONDS, stat: Path = Path("/proc/stat")) -> float:
+    """How many of the machine's cores are busy right now, over a `seconds` sample; 0.0 when unknown."""
+    before = cpu_times(stat)
+    time.sleep(seconds)
+    after = cpu_times(stat)
+    if before is None or after is None or after[1] <= before[1]:
+        return 0.0
+    return (os.cpu_count() or 1) * (after[0] - before[0]) / (after[1] - before[1])
 
 
 def cpu_quota(root: Path = CGROUP_ROOT, self_cgroup: Path = Path("/proc/self/cgroup")) -> float | None:
@@ -113,16 +138,18 @@ def _quota_in(directory: Path, v1: bool) -> float | None:
 
 @dataclass(frozen=True)
 class Machine:
-    """What the rule reads: cores (affinity), the cgroup's CPU quota, the 1-minute load, MemAvailable."""
+    """What the rule reads: cores (affinity), the cgroup's CPU quota, the busy cores now, MemAvailable, and the
+    1-minute load (printed only)."""
 
     cores: int
     quota: float | None
-    load1: float
+    busy: float
     memory_mib: int
+    load1: float = 0.0
 
     @classmethod
     def read(cls) -> Machine:
-        return cls(usable_cores(), cpu_quota(), load_average(), available_memory_mib())
+        return cls(usable_cores(), cpu_quota(), busy_cores(), available_memory_mib(), load_average())
 
 
 @dataclass(frozen=True)
@@ -138,9 +165,9 @@ CHOICE_KEY = pytest.StashKey[Choice]()
 
 
 def spare_cores(machine: Machine) -> float:
-    """Cores the clusters can have: the usable ones (quota-bound) less the load beyond an idle machine's."""
+    """Cores the clusters can have: the usable ones (quota-bound) less what is busy beyond an idle machine."""
     usable = machine.cores if machine.quota is None else min(machine.cores, machine.quota)
-    return max(0.0, usable - max(0.0, machine.load1 - IDLE_LOAD))
+    return max(0.0, usable - max(0.0, machine.busy - IDLE_BUSY))
 
 
 def choose(machine: Machine, provider: str = "local") -> Choice:
@@ -152,7 +179,8 @@ def choose(machine: Machine, provider: str = "local") -> Choice:
     quota = "no CPU quota" if machine.quota is None else f"CPU quota {machine.quota:g}"
     per_core = f"{LOCAL_WORKERS_PER_CORE} x {spare:.2f}" if provider == "local" else f"{spare:.2f} + 1"
     reason = (
-        f"{machine.cores} cores, {quota}, load {machine.load1:.2f} (1 min): {spare:.2f} spare cores; "
+        f"{machine.cores} cores, {quota}, {machine.busy:.2f} busy now (load {machine.load1:.2f}, 1 min): "
+        f"{spare:.2f} spare cores; "
         f"{machine.memory_mib / 1024:.1f} GiB available -> max(1, min({per_core} = {by_cores} by CPU, "
         f"{by_memory} by memory, {MAX_WORKERS}))"
     )
@@ -160,11 +188,11 @@ def choose(machine: Machine, provider: str = "local") -> Choice:
 
 
 def workers_for(
-    cores: int, memory_mib: int, provider: str = "local", *, load1: float = 0.0, quota: float | None = None
+    cores: int, memory_mib: int, provider: str = "local", *, busy: float = 0.0, quota: float | None = None
 ) -> int:
     """The rule above: 4 local clusters a spare core (kind: spare cores + 1), bounded by memory (2 GiB left to
     the rest of the machine) and 8."""
-    return choose(Machine(cores, quota, load1, memory_mib), provider).workers
+    return choose(Machine(cores, quota, busy, memory_mib), provider).workers
 
 
 def requested_workers(environ: dict[str, str] | os._Environ[str]) -> int | None:
