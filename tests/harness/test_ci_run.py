@@ -64,3 +64,11 @@ def test_every_test_the_subset_names_is_collected(bench_run):
     named = re.findall(r"\btest_\w+", expression)
     for name in named:
         assert [test for test in collected if test.endswith(f"::{name}")], f"{name} matches no suite test"
+
+
+def test_ci_checks_the_bug_data_against_the_release_notes_after_make_test():
+    script = f"unset CI_STEPS; eval \"$(grep '^CI_STEPS=' {CI_RUN})\"; printf %s \"$CI_STEPS\""
+    steps = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.split()
+    assert steps == ["test", "bugs-verify", "e2e", "certify", "kind-setup", "kind"]
+    step_lines = [line for line in CI_RUN.read_text().splitlines() if line.startswith("step ")]
+    assert step_lines[1] == 'step bugs-verify "device-conformance bugs verify" .venv/bin/device-conformance bugs verify'

@@ -453,10 +453,14 @@ def test_a_minor_between_backports_and_mainline_without_its_own_fix_is_not_fixed
         (
             deviceplugin.SUCCEEDED_POD_READMITTED,
             "1.31.0",
-            "fixed in 1.31.1 by kubernetes#127207 (mainline: 1.32.0 by kubernetes#126343)",
+            "fixed in 1.31.1 by kubernetes#127207 (mainline: 1.32.0-alpha.1 by kubernetes#126343)",
         ),
-        (deviceplugin.SUCCEEDED_POD_READMITTED, "1.27.3", "no fix on 1.27 (mainline: 1.32.0 by kubernetes#126343)"),
-        (deviceplugin.SUCCEEDED_POD_READMITTED, "1.33.0", "fixed in 1.32.0 by kubernetes#126343"),
+        (
+            deviceplugin.SUCCEEDED_POD_READMITTED,
+            "1.27.3",
+            "no fix on 1.27 (mainline: 1.32.0-alpha.1 by kubernetes#126343)",
+        ),
+        (deviceplugin.SUCCEEDED_POD_READMITTED, "1.33.0", "fixed in 1.32.0-alpha.1 by kubernetes#126343"),
         (
             deviceplugin.PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE,
             "1.36.4",
@@ -471,7 +475,7 @@ def test_describe_fix_names_the_fix_of_the_releases_branch(bug, release, text):
 
 def test_older_attributes_still_answer():
     bug = deviceplugin.SUCCEEDED_POD_READMITTED
-    assert (bug.fixed_in, bug.since_minor) == (V("1.32.0"), 22)
+    assert (bug.fixed_in, bug.since_minor) == (V("1.32.0-alpha.1"), 22)
     assert bug.fix.startswith("kubernetes#126343 (cherry-picks: 1.31.1 (kubernetes#127207), ")
     assert deviceplugin.EXTENDED_RESOURCES_NOT_RESET.fixed_in is None
 
@@ -528,6 +532,7 @@ MATRIX_TABLE = {
     "kubernetes#141855": ("kubelet", "FFFFFTF"),  # 1.36.0 (ResourceHealthStatus on) to 1.37.0, 1.36 pick open
     "kubernetes#134789": ("kube-scheduler", "FTFFFFF"),  # 1.32.0 to 1.35.0, 1.34.2, 1.33.6 and 1.32.10
     "kubernetes#131968": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0, no cherry-pick
+    "kubernetes#138446": ("kubelet", "TTTTTTT"),  # a completed init container re-admitted, from 1.28.0, unfixed
 }
 
 
@@ -556,6 +561,7 @@ OLDER_AFFECTED = {
     "kubernetes#119423": "TTT",  # List of ended pods, to 1.34.0, no cherry-pick
     "kubernetes#126707": "TTT",  # from 1.28.0 (#118635), no cherry-pick below 1.34
     "kubernetes#135485": "TTT",  # Get of an ended pod from 1.27.0 (gate off before 1.34: the test skips)
+    "kubernetes#138446": "TTT",  # from 1.28.0 (#116376 and #118635), unfixed
 }
 
 

@@ -31,15 +31,20 @@ def _branch(version: KubeVersion) -> tuple[int, int]:
 
 @dataclass(frozen=True, init=False)
 class Fix:
-    """A change as first released on one release branch: the first patch release of that minor that
-    carries it, and the pull request that brought it there (the cherry-pick, on an older branch)."""
+    """A change as first released on one release branch: the first tag of that minor that carries it (a
+    patch release, or a pre-release such as 1.38.0-alpha.1 on a minor still in development), and the pull
+    request that brought it there (the cherry-pick, on an older branch). `source`: how the release was
+    established when no release note names the PR (e.g. "module source v1.34.12 pkg/kubelet/cm/dra/...");
+    `device-conformance bugs verify` checks the rest against upstream's release notes."""
 
     release: KubeVersion
     pr: str
+    source: str
 
-    def __init__(self, release: KubeVersion | str, pr: str) -> None:
+    def __init__(self, release: KubeVersion | str, pr: str, source: str = "") -> None:
         object.__setattr__(self, "release", _release(release))
         object.__setattr__(self, "pr", pr)
+        object.__setattr__(self, "source", source)
 
     def __str__(self) -> str:
         return f"{self.release} ({self.pr})"

@@ -3,7 +3,9 @@ its release numbers were read.
 
 "Module source vX.Y.Z" below means pkg/kubelet/cm/devicemanager/ (or the named file) in the k8s.io/kubernetes
 module zip of that release from the Go module proxy; CHANGELOG-1.NN.md is the file of that name in the same
-zips (the release notes of every patch release of the minor).
+zips (the release notes of every patch release of the minor). A fix names the first tag that carries it: for a
+mainline change the pre-release whose notes first name its PR (CHANGELOG-1.NN "v1.NN.0-beta.0" read in the
+v1.38.0-beta.0 zip), as `device-conformance bugs verify` checks.
 """
 
 from __future__ import annotations
@@ -64,19 +66,28 @@ CHECKPOINT_READ_WARNING = "Continue after failing to read checkpoint file"
 # the new one's endpoint and allocatable dropped to 0 (#121994, #127803). PR #135437 keys endpoints by
 # socket (ManagerImpl.endpointStore): present in module source v1.37.0 and v1.37.1; v1.36.4 and v1.36.5
 # (read from an unverified zip: the checksum database has no v1.36.5) still key them by resource name.
-# CHANGELOG-1.37 has no entry for it and no cherry-pick was found. First affected: 1.10.0 as recorded
+# CHANGELOG-1.37 has no entry for it (to v1.37.2, read in the v1.38.0-beta.0 zip) and no cherry-pick was found,
+# so 1.37.0 is the first tag known from module source (pre-releases not read). First affected: 1.10.0 as recorded
 # before (per-resource-name endpoints since the v1beta1 API); releases before 1.20 were not read.
 PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE = KnownBug(
     issue="kubernetes#127803",
     title="a device plugin rollout with two instances zeroes allocatable",
     first_affected="1.10.0",
-    fixes=(Fix("1.37.0", "kubernetes#135437"),),
+    fixes=(
+        Fix(
+            "1.37.0",
+            "kubernetes#135437",
+            source="module source v1.37.0 pkg/kubelet/cm/devicemanager/manager.go (endpointStore keyed by socket; "
+            "v1.36.4 and v1.36.5 key endpoints by resource name); no release note",
+        ),
+    ),
     shown_by="suites/device_plugin/test_plugin_restart.py::test_rollout_of_a_second_instance_keeps_the_resource_available",
 )
 
 # A Succeeded pod kept by a finalizer was re-admitted (and failed) after a kubelet restart (#126341).
-# Fix #126343: CHANGELOG-1.32 v1.32.0; cherry-picks: CHANGELOG-1.31 v1.31.1 (#127207), CHANGELOG-1.30
-# v1.30.5 (#127208), CHANGELOG-1.29 v1.29.9 (#127209), CHANGELOG-1.28 v1.28.14 (#127210).
+# Fix #126343: CHANGELOG-1.32 v1.32.0-alpha.1 (its first heading naming it); cherry-picks: CHANGELOG-1.31
+# v1.31.1 (#127207), CHANGELOG-1.30 v1.30.5 (#127208), CHANGELOG-1.29 v1.29.9 (#127209), CHANGELOG-1.28 v1.28.14
+# (#127210).
 # First affected: module source v1.21.14 HandlePodAdditions skips admission for terminated pods
 # (podIsTerminated); from v1.22 (pod worker rework) it checks only IsPodTerminationRequested, so 1.22.0.
 # (The data said 1.26 before, without a source.) Whether the device plugin test shows it on 1.22-1.27
@@ -87,7 +98,7 @@ SUCCEEDED_POD_READMITTED = KnownBug(
     title="terminated pods are re-admitted on kubelet restart",
     first_affected="1.22.0",
     fixes=(
-        Fix("1.32.0", "kubernetes#126343"),
+        Fix("1.32.0-alpha.1", "kubernetes#126343"),
         Fix("1.31.1", "kubernetes#127207"),
         Fix("1.30.5", "kubernetes#127208"),
         Fix("1.29.9", "kubernetes#127209"),
@@ -116,7 +127,14 @@ EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG = KnownBug(
     issue="kubernetes#133702",
     title="an expired device plugin endpoint logs 'unhealthyDevices and endpoints became out of sync'",
     first_affected="1.20.0",
-    fixes=(Fix("1.35.0", "kubernetes#133724"),),
+    fixes=(
+        Fix(
+            "1.35.0",
+            "kubernetes#133724",
+            source="module source v1.35.0 pkg/kubelet/cm/devicemanager/manager.go GetCapacity (deletes after both "
+            "loops; v1.34.12 does not); release note NONE",
+        ),
+    ),
     shown_by="suites/device_plugin/test_grace_period.py::test_plugin_returning_after_expiry_gets_all_devices_back",
 )
 # The part of that log line both wordings share (InfoS or ErrorS: logged at the default verbosity).
@@ -224,7 +242,7 @@ PODRESOURCES_SIDECAR_ENTRY = Behaviour(
 # matched the device ID alone across every resource, so with another plugin's device of the same ID allocated to
 # another pod, Go map order picked either pod: the owner's status then changed only at its next resync (60-90 s).
 # Found as the flaking upstream e2e test of #140268; fix PR #140323 scopes the lookup by resource name:
-# CHANGELOG-1.37 v1.37.0-beta.0 (so v1.37.0), the resourceName parameter in module source v1.37.0 and v1.37.1; not
+# CHANGELOG-1.37 v1.37.0-beta.0 (its first tag), the resourceName parameter in module source v1.37.0 and v1.37.1; not
 # in v1.36.4, v1.36.5 (zip fetched without a checksum entry), v1.34.12, v1.33.13 or v1.31.0; no cherry-pick found.
 # First affected: 1.31.0, where the lookup came with the device-plugin half of KEP-4680 (PR #126243; the gate is
 # alpha and off until 1.36, so only clusters that turned it on show it before 1.36).
@@ -232,7 +250,7 @@ DEVICE_HEALTH_PUSHED_TO_WRONG_POD = KnownBug(
     issue="kubernetes#140268",
     title="a device health change is pushed to another pod holding a device of the same ID under another resource",
     first_affected="1.31.0",
-    fixes=(Fix("1.37.0", "kubernetes#140323"),),
+    fixes=(Fix("1.37.0-beta.0", "kubernetes#140323"),),
     shown_by=(
         "suites/device_plugin/test_health_status.py::"
         "test_health_change_is_pushed_to_its_own_pod_when_other_resources_have_the_same_device_id"
@@ -243,8 +261,9 @@ DEVICE_HEALTH_PUSHED_TO_WRONG_POD = KnownBug(
 # while the resource managers account only for active pods: a Succeeded or Failed pod stayed listed, with the
 # devices the device manager had not yet reassigned (#119423, reported on 1.26.2; also #132020, #131999). Fix PR
 # #132028 lists GetActivePods() behind the KubeletPodResourcesListUseActivePods gate (default on; off restores
-# the old listing): CHANGELOG-1.34 v1.34.0 ("Modified the node-local podresources API endpoint to consider only
-# active pods"); the gate and GetActivePods are in module source v1.34.0, v1.34.10, v1.35.8, v1.36.4 and v1.37.1.
+# the old listing): CHANGELOG-1.34 v1.34.0-beta.0, its first heading ("Change the node-local podresources API
+# endpoint to only consider of active pods"; v1.34.0 repeats it); the gate and GetActivePods are in module source
+# v1.34.0, v1.34.10, v1.35.8, v1.36.4 and v1.37.1.
 # GetPods() is what List uses in module source v1.20.15 (the v1 server's first minor is 1.20, the oldest read),
 # v1.31.0, v1.31.4, v1.32.5 and v1.33.13; no cherry-pick (a behaviour change behind a new gate; the 1.33
 # cherry-pick of the related #135485, #138025, left the filtering out and was closed at 1.33's end of life).
@@ -252,7 +271,7 @@ PODRESOURCES_LISTS_TERMINATED_PODS = KnownBug(
     issue="kubernetes#119423",
     title="podresources List reports pods that have ended (Succeeded or Failed)",
     first_affected="1.20.0",
-    fixes=(Fix("1.34.0", "kubernetes#132028"),),
+    fixes=(Fix("1.34.0-beta.0", "kubernetes#132028"),),
     shown_by="suites/device_plugin/test_podresources_lists.py::test_podresources_lists_no_pod_that_has_ended",
 )
 
@@ -264,7 +283,8 @@ PODRESOURCES_LISTS_TERMINATED_PODS = KnownBug(
 # registered yet it fails with UnexpectedAdmissionError and is killed. Reported with logs in PR #126707 (2024,
 # closed unmerged; no issue was filed), named here as the bug's report. Fix PR #135485 ("Fix device plugin
 # admission failure after container restart", its "Fix 1") checks every entry:
-# CHANGELOG-1.36 v1.36.0; cherry-picks CHANGELOG-1.35 v1.35.4 (#138042) and CHANGELOG-1.34 v1.34.7 (#138027);
+# CHANGELOG-1.36 v1.36.0-alpha.1 (its first heading); cherry-picks CHANGELOG-1.35 v1.35.4 (#138042) and
+# CHANGELOG-1.34 v1.34.7 (#138027);
 # the 1.33 cherry-pick #138025 was closed unmerged (1.33 end of life). The loop over entries is in module source
 # v1.34.7, v1.34.10, v1.34.12, v1.35.4, v1.35.8, v1.36.4, v1.37.0 and v1.37.1; GetContainerID in v1.31.0,
 # v1.31.4, v1.32.5, v1.33.13, v1.34.0, v1.34.3, v1.35.0 and v1.35.3 (the proxy refuses v1.34.6). First affected:
@@ -276,7 +296,7 @@ RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART = KnownBug(
     "while its plugin is away",
     first_affected="1.28.0",
     fixes=(
-        Fix("1.36.0", "kubernetes#135485"),
+        Fix("1.36.0-alpha.1", "kubernetes#135485"),
         Fix("1.35.4", "kubernetes#138042"),
         Fix("1.34.7", "kubernetes#138027"),
     ),
@@ -303,7 +323,7 @@ PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD = KnownBug(
     title="podresources Get answers for a pod that has ended, with the devices it held",
     first_affected="1.27.0",
     fixes=(
-        Fix("1.36.0", "kubernetes#135485"),
+        Fix("1.36.0-alpha.1", "kubernetes#135485"),
         Fix("1.35.4", "kubernetes#138042"),
         Fix("1.34.7", "kubernetes#138027"),
     ),
@@ -325,6 +345,34 @@ RESIZE_RUNS_DEVICE_ALLOCATION = KnownBug(
     title="an in-place CPU resize of a pod whose device turned unhealthy is deferred: the resize runs device "
     "allocation again",
     first_affected="1.33.0",
-    fixes=(Fix("1.37.0", "kubernetes#140224"),),
+    fixes=(
+        Fix(
+            "1.37.0",
+            "kubernetes#140224",
+            source="module source v1.37.0 pkg/kubelet/cm/devicemanager/manager.go Allocate (returns at once for an "
+            "operation other than add; v1.36.5 does not); release note none",
+        ),
+    ),
     shown_by="suites/device_plugin/test_resize.py::test_cpu_resize_of_a_pod_whose_device_turned_unhealthy_is_applied",
+)
+
+# After a kubelet restart, a pod whose init container held a device and completed, and whose app container runs,
+# is re-admitted and failed while its plugin is away (#138446, open; "Allocate failed due to no healthy devices
+# present; cannot allocate unhealthy devices"). devicesToAllocate (pkg/kubelet/cm/devicemanager/manager.go)
+# returns early while sources are not ready only for a container isContainerAlreadyRunning finds running; a
+# completed init container is in the container map but not in the running set, so it reaches the registration
+# and health checks, which sit before `needed == 0` on purpose (#109595, fixed by #116376), although it needs no
+# new device. The early return and the checks' order are the same in module source v1.28.15, v1.34.10, v1.37.1
+# and v1.38.0-beta.0; the #126707 fix (#135485) changed only which map entries count as running. First affected:
+# 1.28.0, where #116376 and #118635 met on the mainline (before it any running container was re-admitted:
+# #118559). No fix released.
+COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART = KnownBug(
+    issue="kubernetes#138446",
+    title="a running device pod whose init container held a device and completed is re-admitted and failed on a "
+    "kubelet restart while its plugin is away",
+    first_affected="1.28.0",
+    shown_by=(
+        "suites/device_plugin/test_kubelet_restart.py::"
+        "test_pod_with_a_completed_init_device_container_survives_kubelet_restart_while_its_plugin_is_away"
+    ),
 )

@@ -2,6 +2,9 @@
 
 "Module source vX.Y.Z" means the k8s.io/kubernetes (or staging module, e.g. k8s.io/dynamic-resource-allocation
 v0.Y.Z) module zip of that release from the Go module proxy; CHANGELOG-1.NN.md is the file of that name there.
+A fix names the first tag that carries it: the oldest release heading of CHANGELOG-1.NN.md that names its PR (a
+pre-release such as v1.37.0-rc.0 for a mainline change), read in the v1.38.0-beta.0 zip unless said otherwise;
+`device-conformance bugs verify` checks them against the notes.
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ FIRST_RESOURCE_HEALTH_STATUS_MINOR = 36
 
 # A claim's NoExecute toleration was not copied into the allocation result, so the eviction controller
 # (which reads allocation.devices.results[].tolerations) evicted a tolerating pod at once (#134434: "Kubernetes
-# >= 1.33 where the feature was introduced"). Fix PR #134479: CHANGELOG-1.35 v1.35.0; the allocator in
+# >= 1.33 where the feature was introduced"). Fix PR #134479: CHANGELOG-1.35 v1.35.0-alpha.2; the allocator in
 # k8s.io/dynamic-resource-allocation v0.35.0 sets Tolerations in the results (incubating and experimental
 # allocators, the ones used with DRADeviceTaints on), v0.33.13, v0.34.4 and v0.34.12 do not. No cherry-pick:
 # none in CHANGELOG-1.33 (to 1.33.12) or CHANGELOG-1.34 (to 1.34.11), none found in the issue tracker.
@@ -120,7 +123,7 @@ NOEXECUTE_TOLERATION_IGNORED = KnownBug(
     issue="kubernetes#134434",
     title="a pod whose claim tolerates a NoExecute device taint is evicted at once",
     first_affected="1.33.0",
-    fixes=(Fix("1.35.0", "kubernetes#134479"),),
+    fixes=(Fix("1.35.0-alpha.2", "kubernetes#134479"),),
     shown_by=(
         "suites/taints/test_device_taints.py::test_toleration_seconds_delay_the_eviction, "
         "::test_removing_the_taint_first_cancels_the_eviction; suites/taints/test_eviction_breadth.py::"
@@ -136,12 +139,13 @@ NOEXECUTE_TOLERATION_IGNORED = KnownBug(
 # unmerged) proposed the fix. Read in module source pkg/controller/devicetainteviction/device_taint_eviction.go
 # handlePods: `return` in v1.33.13, v1.34.4, v1.34.12, v1.35.0, v1.35.4 and v1.35.8; `continue` in v1.36.4,
 # v1.36.5 and v1.37.1, where the loop became a switch for PodGroup consumers. That rewrite is most likely
-# PR #136989 (KEP-5729 PodGroup claims, CHANGELOG-1.36 v1.36.0), not confirmed from its diff.
+# PR #136989 (KEP-5729 PodGroup claims, CHANGELOG-1.36 v1.36.0-rc.0, its first heading), not confirmed from its
+# diff.
 SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
     issue="kubernetes#135686",
     title="device taint eviction skips later consumers of a shared claim after a stale reservedFor entry",
     first_affected="1.33.0",  # the device-taint eviction controller came with DRADeviceTaints (alpha, 1.33)
-    fixes=(Fix("1.36.0", "kubernetes#136989 (probably; handlePods continues past stale entries from 1.36.0)"),),
+    fixes=(Fix("1.36.0-rc.0", "kubernetes#136989 (probably; handlePods continues past stale entries from 1.36.0)"),),
     shown_by="suites/taints/test_taint_shared_claim_eviction.py::test_consumers_after_a_stale_reservation_are_evicted",
     component=CONTROLLER_MANAGER,  # the device-taint eviction controller
 )
@@ -155,12 +159,13 @@ SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
 # v1.34.3, v1.34.10, v1.34.11 and v1.34.12; in v1.35.0, v1.36.4 and v1.37.1 addConditionAndDeletePod is a method
 # that calls tc.emitPodDeletionEvent for every pod it deletes. Event reason and messages are the same in all of
 # them. The rewrite onto a workqueue is most likely PR #134152 (DeviceTaintRule status and effect None,
-# CHANGELOG-1.35 v1.35.0; its review threads show the workqueue), not confirmed from its diff. No issue filed.
+# CHANGELOG-1.35 v1.35.0-alpha.3, its first heading; its review threads show the workqueue), not confirmed from
+# its diff. No issue filed.
 EVICTION_EVENT_FOR_FIRST_POD_ONLY = KnownBug(
     issue="kubernetes#134152",
     title="the device-taint eviction controller records the eviction event of the first pod it evicts only",
     first_affected=f"1.{FIRST_DEVICE_TAINTS_MINOR}.0",  # the controller came with DRADeviceTaints (PR #130447)
-    fixes=(Fix("1.35.0", "kubernetes#134152 (probably; every eviction has its event from 1.35.0)"),),
+    fixes=(Fix("1.35.0-alpha.3", "kubernetes#134152 (probably; every eviction has its event from 1.35.0)"),),
     shown_by="suites/taints/test_device_taints.py::test_noexecute_taint_in_resourceslice_evicts_the_pod",
     component=CONTROLLER_MANAGER,  # the device-taint eviction controller
 )
@@ -173,14 +178,14 @@ CLAIM_POD_START_TIMEOUT = timeouts.CLAIM_POD_START
 # prepareResources found the claim's cache entry prepared and attached a new pod to it while
 # unprepareResources, which drops the cache lock around NodeUnprepareResources, was tearing the claim down:
 # the pod ran on unprepared devices. Fix PR #140527 ("kubelet/dra: fail prepareResources on a claim being
-# unprepared", no issue): the `unpreparing` flag of ClaimInfo is in module source v1.37.1
+# unprepared", no issue; CHANGELOG-1.37 v1.37.0-beta.0): the `unpreparing` flag of ClaimInfo is in module source v1.37.1
 # pkg/kubelet/cm/dra/claiminfo.go, not in v1.36.4. No cherry-pick known. First affected not pinned down: set
 # to the first release the DRA suites run on; the lock-free NodeUnprepareResources call is in v1.36.4.
 PREPARE_JOINS_UNPREPARING_CLAIM = KnownBug(
     issue="kubernetes#140527",
     title="a pod is attached to a shared claim the kubelet is unpreparing and runs on unprepared devices",
     first_affected=f"1.{FIRST_DRA_MINOR}.0",
-    fixes=(Fix("1.37.0", "kubernetes#140527"),),
+    fixes=(Fix("1.37.0-beta.0", "kubernetes#140527"),),
     shown_by="suites/dra/test_dra_races.py::test_pod_does_not_join_a_claim_while_it_is_unprepared",
 )
 
@@ -188,24 +193,37 @@ PREPARE_JOINS_UNPREPARING_CLAIM = KnownBug(
 # the old one, still prepared (NodeUnprepareResources failing): the new pod ran on the old claim's devices
 # and GetResources failed (#131513). PR #131617 ("DRA: kubelet: check for duplicate claim names") refuses
 # the prepare ("old ResourceClaim with same name ... still exists"); upstream e2e test/e2e/dra/dra.go runs
-# it with KubeletMinVersion 1.34. Not in 1.33 (kubernetes#131513 closed for master only).
+# it with KubeletMinVersion 1.34. Not in 1.33 (kubernetes#131513 closed for master only). No release note names
+# #131617 (CHANGELOG-1.34 to v1.34.13), so 1.34.0 is from the e2e test and the reproduction (1.33.13 / 1.34.10).
 FORCE_DELETED_CLAIM_NAME_REUSED = KnownBug(
     issue="kubernetes#131513",
     title="a new claim with the name of a force-deleted pod's prepared claim is taken for the old one",
     first_affected=f"1.{FIRST_DRA_MINOR}.0",
-    fixes=(Fix("1.34.0", "kubernetes#131617"),),
+    fixes=(
+        Fix(
+            "1.34.0",
+            "kubernetes#131617",
+            source="upstream e2e test/e2e/dra/dra.go runs its test with KubeletMinVersion 1.34 (module source "
+            "v1.34.10); reproduced on 1.33.13, fixed on 1.34.10; no release note",
+        ),
+    ),
     shown_by="suites/dra/test_dra_races.py::test_force_deleted_pods_old_claim_blocks_a_new_claim_of_the_same_name",
 )
 
 # The device-taint eviction controller looks for a pod's claims in pod.spec.resourceClaims only
 # (podEvictionTime, pkg/controller/devicetainteviction/device_taint_eviction.go, module source v1.37.1 and
 # v1.36.4), so a pod whose devices came through a DRA extended resource (its claim named in
-# status.extendedResourceClaimStatus) is never evicted (#141290, open; seen on 1.36.1 and 1.36.3; PR #141297
-# closed unmerged). First affected: 1.34.0, the first release with DRAExtendedResource (alpha).
+# status.extendedResourceClaimStatus) is never evicted (#141290; seen on 1.36.1 and 1.36.3; PR #141297 closed
+# unmerged). Fixed by PR #142289 ("Fixed a bug where NoExecute device taints (DeviceTaintRule) did not evict pods
+# using DRA-backed extended resources"): CHANGELOG-1.38 v1.38.0-alpha.1; cherry-pick #142492 in CHANGELOG-1.37
+# v1.37.2 (both read in the v1.38.0-beta.0 zip). No release note of 1.34-1.36 names either (CHANGELOG-1.34 to
+# v1.34.13, 1.35 to v1.35.10, 1.36 to v1.36.6). First affected: 1.34.0, the first release with DRAExtendedResource
+# (alpha).
 DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED = KnownBug(
     issue="kubernetes#141290",
     title="a pod using a DRA extended resource is not evicted by a NoExecute device taint",
     first_affected="1.34.0",
+    fixes=(Fix("1.38.0-alpha.1", "kubernetes#142289"), Fix("1.37.2", "kubernetes#142492")),
     shown_by="suites/dra/test_dra_extended_resources.py::test_extended_resource_pod_is_evicted_by_a_noexecute_rule",
     component=CONTROLLER_MANAGER,  # the device-taint eviction controller
 )
@@ -214,20 +232,20 @@ DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED = KnownBug(
 # driver of the same pod then failed, the claim was left unprepared with the first driver's devices, and the
 # retry appended them again: the claim's devices (checkpoint, podresources) and the CDI device IDs handed to
 # the runtime held them twice. Fix PR #140274 (resetDevices before applying an answer; no issue filed):
-# CHANGELOG-1.37 v1.37.0, in module source v1.37.0 and v1.37.1 (pkg/kubelet/cm/dra/claiminfo.go). Cherry-picks:
-# #140955 to 1.36, CHANGELOG-1.36 v1.36.4 (read in module source v1.37.0), resetDevices in module source v1.36.4;
-# #140953 to 1.34: resetDevices in module source v1.34.12, not in v1.34.11 or v1.34.10 (both zips fetched
-# without a checksum entry; v1.34.12's CHANGELOG-1.34 stops at v1.34.11, so the patch number is from the
-# source). #140954 (1.35) was still open, and module source v1.35.9+ cannot be fetched here (403): 1.35 is
-# recorded as unfixed. First affected not pinned down: the append (ClaimInfo.addDevice) is in module source
-# v1.33.13 and v1.34.10; set to the first release the DRA suites run on.
+# CHANGELOG-1.37 v1.37.0-rc.0 (its first heading), in module source v1.37.0 and v1.37.1
+# (pkg/kubelet/cm/dra/claiminfo.go). Cherry-picks, each read in the v1.38.0-beta.0 zip: #140955 in CHANGELOG-1.36
+# v1.36.4 (resetDevices in module source v1.36.4); #140954 in CHANGELOG-1.35 v1.35.10 (module source v1.35.9+
+# answers 403 here); #140953 in CHANGELOG-1.34 v1.34.12 (resetDevices in module source v1.34.12, not v1.34.11).
+# First affected not pinned down: the append (ClaimInfo.addDevice) is in module source v1.33.13 and v1.34.10;
+# set to the first release the DRA suites run on.
 PARTIAL_PREPARE_DUPLICATES_DEVICES = KnownBug(
     issue="kubernetes#140274",
     title="a Prepare that failed for one driver of a pod is retried with the other driver's devices twice",
     first_affected=f"1.{FIRST_DRA_MINOR}.0",
     fixes=(
-        Fix("1.37.0", "kubernetes#140274"),
+        Fix("1.37.0-rc.0", "kubernetes#140274"),
         Fix("1.36.4", "kubernetes#140955"),
+        Fix("1.35.10", "kubernetes#140954"),
         Fix("1.34.12", "kubernetes#140953"),
     ),
     shown_by=(
@@ -242,14 +260,14 @@ PARTIAL_PREPARE_DUPLICATES_DEVICES = KnownBug(
 # new one, failed in GetResources ("unable to get claim info for ResourceClaim ...") and never ran (#135901).
 # Read in module source pkg/kubelet/cm/dra/manager.go: `return nil` in v1.34.0, v1.34.3 and v1.35.0, `continue`
 # in v1.34.10, v1.35.8, v1.36.4 and v1.37.1; v1.33.13 returns from a per-claim closure (no bug). Fix PR #135919:
-# CHANGELOG-1.36 v1.36.0 (module source v1.36.5). Cherry-picks: #136463 in CHANGELOG-1.35 v1.35.1, #136480 in
-# CHANGELOG-1.34 v1.34.4 (module sources v1.35.8 and v1.34.12).
+# CHANGELOG-1.36 v1.36.0-alpha.1, its first heading (module source v1.36.5). Cherry-picks: #136463 in
+# CHANGELOG-1.35 v1.35.1, #136480 in CHANGELOG-1.34 v1.34.4 (module sources v1.35.8 and v1.34.12).
 ALREADY_PREPARED_CLAIM_SKIPS_THE_REST = KnownBug(
     issue="kubernetes#135901",
     title="a pod's claims after one that is already prepared are never prepared and the pod never starts",
     first_affected="1.34.0",
     fixes=(
-        Fix("1.36.0", "kubernetes#135919"),
+        Fix("1.36.0-alpha.1", "kubernetes#135919"),
         Fix("1.35.1", "kubernetes#136463"),
         Fix("1.34.4", "kubernetes#136480"),
     ),
@@ -264,8 +282,9 @@ ALREADY_PREPARED_CLAIM_SKIPS_THE_REST = KnownBug(
 # (k8s.io/dynamic-resource-allocation resourceslice/tracker/tracker.go: driverPoolDeviceIndexPatchKey dereferenced a
 # nil selector to the empty one, applyPatches skipped all checks for it) put its taint on every device in the
 # cluster: a NoSchedule or NoExecute rule made every DRA device unallocatable (#141620). The eviction controller's
-# own match (ruleMatchesDevice) already treated nil as no match, so only scheduling shows it. Fix PR #141648
-# (master, for 1.38), cherry-picked to 1.37 as #141998: CHANGELOG-1.37 v1.37.1 (read in module source v1.37.2);
+# own match (ruleMatchesDevice) already treated nil as no match, so only scheduling shows it. Fix PR #141648:
+# CHANGELOG-1.38 v1.38.0-alpha.1 (read in the v1.38.0-beta.0 zip); cherry-picked to 1.37 as #141998:
+# CHANGELOG-1.37 v1.37.1 (read in module source v1.37.2);
 # the tracker change is in k8s.io/dynamic-resource-allocation v0.37.1, not v0.37.0. Not fixed in v0.36.4, v0.36.5
 # (zip fetched without a checksum entry), v0.34.10 or v0.33.13 (same ptr.Deref since the tracker came with
 # DeviceTaintRules, PR #130447, 1.33.0), and no cherry-pick to 1.36 or older was found.
@@ -273,7 +292,10 @@ NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE = KnownBug(
     issue="kubernetes#141620",
     title="a DeviceTaintRule without a deviceSelector taints every device for the scheduler",
     first_affected=f"1.{FIRST_DEVICE_TAINTS_MINOR}.0",
-    fixes=(Fix("1.37.1", "kubernetes#141998 (cherry-pick of kubernetes#141648)"),),
+    fixes=(
+        Fix("1.38.0-alpha.1", "kubernetes#141648"),
+        Fix("1.37.1", "kubernetes#141998 (cherry-pick of kubernetes#141648)"),
+    ),
     shown_by="suites/taints/test_taint_rule_selector.py::test_rule_without_a_device_selector_taints_no_device",
     component=SCHEDULER,  # the DRA scheduler plugin's patched slices (resourceslice/tracker)
 )
@@ -283,7 +305,8 @@ NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE = KnownBug(
 # checked `len(claimInfo.PodUIDs) > 1` without asking whether the pod being unprepared was one of them, so a pod
 # whose prepare never took a reference (it failed in the validation pass, e.g. on a claim that does not exist)
 # unprepared, when it was deleted, a claim another running pod still used. Fix PR #140212 ("Fixed a bug in
-# kubelet DRA where deleting a Pod could unprepare resources still in use by another Pod", CHANGELOG-1.37 v1.37.0;
+# kubelet DRA where deleting a Pod could unprepare resources still in use by another Pod", CHANGELOG-1.37 v1.37.0,
+# first under v1.37.0-alpha.3;
 # no issue filed): `if !claimInfo.hasPodReference(podUID)` in unprepareResources, module source v1.37.0 and
 # v1.37.1 pkg/kubelet/cm/dra/manager.go; absent from v1.31.0, v1.33.13, v1.34.3, v1.34.10, v1.34.12, v1.35.0,
 # v1.35.8, v1.36.4 and v1.36.5, and no cherry-pick in CHANGELOG-1.34 (to v1.34.11), CHANGELOG-1.35 (to v1.35.7)
@@ -293,7 +316,7 @@ UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM = KnownBug(
     issue="kubernetes#140212",
     title="deleting a pod the kubelet never prepared a shared claim for unprepares the claim under its running user",
     first_affected=f"1.{FIRST_DRA_MINOR}.0",
-    fixes=(Fix("1.37.0", "kubernetes#140212"),),
+    fixes=(Fix("1.37.0-alpha.3", "kubernetes#140212"),),
     shown_by="suites/dra/test_dra_shared_claim_teardown.py::test_deleting_a_pod_that_never_got_the_claim_keeps_it_prepared",
 )
 
@@ -304,8 +327,9 @@ UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM = KnownBug(
 # source pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go add(): the stream starts whenever ResourceHealthStatus
 # is on, in v1.34.10, v1.36.4 and v1.36.5 (wait.UntilWithContext, 5*time.Second); v1.37.0 and v1.37.1 start it
 # only when the plugin advertised a health service (`p.chosenHealthService != ""`) and stop on UNIMPLEMENTED.
-# Fix PR #139477 (CHANGELOG-1.37 v1.37.0: "The kubelet only opens the device health stream for plugins that
-# advertise the service"); the 1.36 cherry-pick #141858 was still open, and v1.36.5 does not have it. First
+# Fix PR #139477 (CHANGELOG-1.37 v1.37.0-rc.0, its first heading: "The kubelet only opens the device health
+# stream for plugins that advertise the service"); the 1.36 cherry-pick #141858 was still open, and v1.36.5 does not
+# have it (no release note of 1.36 to v1.36.6 names it). First
 # affected: 1.36.0, where ResourceHealthStatus became beta and on by default (module source v1.36.4
 # pkg/features/kube_features.go); 1.34-1.35 do the same with the alpha gate turned on, which the suites do not do
 # (FIRST_RESOURCE_HEALTH_STATUS_MINOR).
@@ -313,14 +337,15 @@ HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE = KnownBug(
     issue="kubernetes#141855",
     title="the kubelet calls NodeWatchResources every 5 s on a DRA driver that never advertised the health service",
     first_affected=f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}.0",
-    fixes=(Fix("1.37.0", "kubernetes#139477"),),
+    fixes=(Fix("1.37.0-rc.0", "kubernetes#139477"),),
     shown_by="suites/dra/test_dra_health.py::test_no_health_stream_to_a_driver_without_the_health_service",
 )
 
 # The scheduler's allocator copied a DeviceClass's config into the claim's allocation with `Requests: nil` ("All of
 # them...", structured/allocator.go), so a class config applied, for the driver, to every request of the claim,
 # including those of other classes, and two requests of one class got the config twice (#134789). Fix PR #134793
-# (mainline, CHANGELOG-1.35 v1.35.0): one entry per class naming the requests of that class. Cherry-picks: #135098
+# (mainline, CHANGELOG-1.35 v1.35.0-alpha.3, its first heading): one entry per class naming the requests of that
+# class. Cherry-picks: #135098
 # in CHANGELOG-1.34 v1.34.2, #135105 in CHANGELOG-1.33 v1.33.6, #135109 in CHANGELOG-1.32 v1.32.10 (module source
 # v1.32.13). Read in k8s.io/dynamic-resource-allocation structured: `Requests: nil` in v0.31.0 and v0.34.1,
 # `[]string{requestData.requestName()}` in v0.33.13, v0.34.3, v0.34.10 and v0.37.1. First affected: the same code
@@ -330,7 +355,7 @@ CLASS_CONFIG_NAMES_NO_REQUESTS = KnownBug(
     title="a DeviceClass config in a claim's allocation names no requests, so it applies to every request",
     first_affected=f"1.{FIRST_DRA_MINOR}.0",
     fixes=(
-        Fix("1.35.0", "kubernetes#134793"),
+        Fix("1.35.0-alpha.3", "kubernetes#134793"),
         Fix("1.34.2", "kubernetes#135098"),
         Fix("1.33.6", "kubernetes#135105"),
         Fix("1.32.10", "kubernetes#135109"),
@@ -344,7 +369,8 @@ CLASS_CONFIG_NAMES_NO_REQUESTS = KnownBug(
 # so the failed prepare left a reference, and unprepareResources then failed on the missing driver ("get gRPC client
 # for DRA driver ...") at every retry: the pod stayed Terminating until the driver came. Fix PR #131968 ("DRA
 # kubelet: Simplified recovery from mistakes like scheduling a Pod onto a node where the required driver was not
-# running, as the kubelet no longer unnecessarily blocked Pod deletion", CHANGELOG-1.34 v1.34.0; no issue named):
+# running, as the kubelet no longer unnecessarily blocked Pod deletion", CHANGELOG-1.34 v1.34.0, first under
+# v1.34.0-alpha.1; no issue named):
 # the driver lookup moved into the validation pass, before any reference is taken. Read in module source
 # pkg/kubelet/cm/dra/manager.go: v1.33.13 calls addPodReference before NewDRAPluginClient; v1.34.0, v1.34.10 and
 # v1.37.1 call GetPlugin first. No cherry-pick in CHANGELOG-1.33 (to v1.33.12). First affected: set to the first
@@ -353,6 +379,6 @@ MISSING_DRIVER_BLOCKS_POD_DELETION = KnownBug(
     issue="kubernetes#131968",
     title="a pod whose claim's driver is not registered on the node cannot be deleted until the driver comes",
     first_affected=f"1.{FIRST_DRA_MINOR}.0",
-    fixes=(Fix("1.34.0", "kubernetes#131968"),),
+    fixes=(Fix("1.34.0-alpha.1", "kubernetes#131968"),),
     shown_by="suites/dra/test_dra_missing_driver.py::test_pod_of_a_driver_missing_on_the_node_can_be_deleted",
 )
