@@ -68,7 +68,8 @@ e2e: setup
 # $(CERTIFY_OUT) (CI keeps it as its artifact); every report's verdict table is printed at the end.
 # A failing subject does not stop the others ("-"): the summary at the end reads every report and is red when
 # one FAILED or is missing. --dist load: the DRA black-box tests share no module fixture, so each goes to a
-# worker (cluster) of its own.
+# worker (cluster) of its own. The DRA test driver's sanity run brings up a local cluster of its own, holding
+# two claims allocated to its node (the kubeletplugin helper reads each claim it prepares from the API server).
 CERTIFY_OUT ?= artifacts/certification
 CERTIFY_REPORTS = sanity-sample-device-plugin sanity-dra-test-driver e2e-sample-device-plugin e2e-dra-test-driver
 certify-upstream: setup

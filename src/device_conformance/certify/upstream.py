@@ -35,6 +35,8 @@ current-context: none
 # The sample's constants (sampledeviceplugin.go): its resource, and where it registers
 # (pluginapi.KubeletSocket, pluginapi.DevicePluginPath), which it cannot be told otherwise.
 SAMPLE_RESOURCE = "example.com/resource"
+# The test driver's --node-name when no cluster is brought up (it refuses to start without one).
+NO_CLUSTER_NODE = "certify-node"
 KUBELET_ROOT = "/var/lib/kubelet"
 
 
@@ -81,13 +83,19 @@ def sample_device_plugin_command(binary: Path, kubelet_root: Path) -> str:
     return f"unshare --mount --propagation private sh -c {shlex.quote(inner)}"
 
 
-def dra_test_driver_command(binary: Path, root: Path) -> str:
+def dra_test_driver_command(
+    binary: Path, root: Path, kubeconfig: Path | None = None, node_name: str = NO_CLUSTER_NODE
+) -> str:
     """The test driver's kubelet plugin with its registry, data and CDI directories under `root` (made here:
-    the driver creates only the parent of its data directory)."""
+    the driver creates only the parent of its data directory). `kubeconfig`: the API server it reads claims
+    from and publishes its ResourceSlices to (for `node_name`, which must be a Node there: the slices' owner,
+    dynamic-resource-allocation resourceslice controller syncPool); without it, one that leads nowhere."""
     (root / "plugins" / DRA_TEST_DRIVER_NAME).mkdir(parents=True, exist_ok=True)
     (root / "registry").mkdir(exist_ok=True)
-    (root / "kubeconfig").write_text(UNREACHABLE_KUBECONFIG)
-    argv = [str(binary), "--kubeconfig", str(root / "kubeconfig"), "kubelet-plugin", "--node-name", "certify-node"]
+    if kubeconfig is None:
+        kubeconfig = root / "kubeconfig"
+        kubeconfig.write_text(UNREACHABLE_KUBECONFIG)
+    argv = [str(binary), "--kubeconfig", str(kubeconfig), "kubelet-plugin", "--node-name", node_name]
     argv += ["--plugin-registration-path", str(root / "registry"), "--datadir", str(root / "plugins")]
     argv += ["--cdi-dir", str(root / "cdi")]
     return shlex.join(argv)

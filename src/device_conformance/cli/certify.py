@@ -85,10 +85,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     test_driver = kinds.add_parser(
         "dra-test-driver",
         help="build upstream's DRA test driver (kubelet-plugin) from the Go module of a Kubernetes version and "
-        "certify it (no API server: the claim clauses are NOT APPLICABLE)",
+        "certify it against a local cluster holding claims allocated to its node (root, `make setup`)",
     )
     test_driver.add_argument("--k8s-version", default=str(DEFAULT_K8S_VERSION), help="Kubernetes version (module tag)")
     test_driver.add_argument("--out", default="certification-dra-test-driver", help="report folder")
+    test_driver.add_argument(
+        "--no-cluster",
+        action="store_true",
+        help="bring up no local cluster: the driver gets an API server that leads nowhere, so the claim clauses "
+        "and DRA-SLICES are NOT APPLICABLE (for machines without the local provider)",
+    )
     test_driver.set_defaults(func=_dra_test_driver)
     kinds.add_parser("clauses", help="print the clause catalogue (Markdown)").set_defaults(func=_clauses)
     summary = kinds.add_parser(
@@ -199,7 +205,7 @@ def _clauses(_: argparse.Namespace) -> int:
 
 def _dra_test_driver(args: argparse.Namespace) -> int:
     _quiet_grpc()
-    from device_conformance.certify import upstream
+    from device_conformance.certify import upstream, upstream_cluster
     from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver
 
     version = KubeVersion.parse(args.k8s_version)
@@ -207,15 +213,24 @@ def _dra_test_driver(args: argparse.Namespace) -> int:
     binary = upstream.build_dra_test_driver(version, lambda line: print(line, file=sys.stderr))
     root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: sockets live there
     try:
-        target = DraDriverTarget(
-            registry_dir=str(root / "registry"),
-            driver=upstream.DRA_TEST_DRIVER_NAME,
-            command=upstream.dra_test_driver_command(binary, root),
-            cdi_dir=str(root / "cdi"),
-            name=f"upstream DRA test driver kubelet-plugin ({upstream.DRA_TEST_DRIVER})",
-            version=version.tag,
-            workdir=workdir,
+        # A local cluster holding claims allocated to its node (the kubeletplugin helper reads them there).
+        cluster = upstream_cluster.api_server(
+            version, cluster=not args.no_cluster, log=lambda line: print(line, file=sys.stderr)
         )
-        return _finish(certify_dra_driver(target), args.out)
+        with cluster as api:
+            target = DraDriverTarget(
+                registry_dir=str(root / "registry"),
+                driver=upstream.DRA_TEST_DRIVER_NAME,
+                command=upstream.dra_test_driver_command(binary, root, api.kubeconfig, api.node_name),
+                claims=api.claims,
+                allocated=api.allocated,
+                cdi_dir=str(root / "cdi"),
+                kubeconfig=str(api.kubeconfig) if api.kubeconfig else None,
+                node_name=api.node_name,
+                name=f"upstream DRA test driver kubelet-plugin ({upstream.DRA_TEST_DRIVER})",
+                version=version.tag,
+                workdir=workdir,
+            )
+            return _finish(certify_dra_driver(target), args.out)
     finally:
         shutil.rmtree(root, ignore_errors=True)
