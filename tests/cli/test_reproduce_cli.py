@@ -74,7 +74,8 @@ def test_recorded_reproductions_agree_with_the_bug_data():
         if fixed:
             assert not bug.affects(KubeVersion.parse(fixed)), f"{issue} passed on {fixed}: the data must say fixed"
         elif bug.fixes:  # run before its fix was recorded: the table must say the fixed run is missing
-            assert f"| {issue} | {affected} | not yet run: the fix ({bug.fix}) was recorded after this run |" in render()
+            row = f"| {issue} | {affected} | not yet run: the fix ({bug.fix}) was recorded after this run |"
+            assert row in render()
 
 
 @pytest.mark.parametrize(

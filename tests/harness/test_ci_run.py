@@ -67,7 +67,7 @@ def test_every_test_the_subset_names_is_collected(bench_run):
 
 
 def test_ci_checks_the_bug_data_against_the_release_notes_after_make_test():
-    script = f"unset CI_STEPS; eval \"$(grep '^CI_STEPS=' {CI_RUN})\"; printf %s \"$CI_STEPS\""
+    script = f'unset CI_STEPS; eval "$(grep \'^CI_STEPS=\' {CI_RUN})"; printf %s "$CI_STEPS"'
     steps = subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout.split()
     assert steps == ["test", "bugs-verify", "e2e", "certify", "kind-setup", "kind"]
     step_lines = [line for line in CI_RUN.read_text().splitlines() if line.startswith("step ")]
