@@ -88,6 +88,20 @@ def test_each_dra_driver_defect_fails_exactly_its_clause(defect, clause, finding
     assert all(v == PASS for c, v in verdicts(cert).items() if c not in (clause, "DRA-SLICES"))
 
 
+def test_a_dra_driver_crash_is_one_fail_quoting_its_log_and_later_clauses_are_judged_on_their_own():
+    """certify/crash.py wired in: the crash costs DRA-PREPARE-MULTI only; the subject is restarted, re-registered
+    and notified, and every later clause passes."""
+    cert = run_dra_driver(["prepare-crash-on-unknown-claim"])
+    assert cert.failed_ids() == ["DRA-PREPARE-MULTI"]
+    result = next(r for r in cert.results if r.clause.id == "DRA-PREPARE-MULTI")
+    assert result.message.startswith("the subject crashed during this clause (exit 2)")
+    panic = "  log: panic: NodePrepareResources: unknown claim dc-certify/not-allocated-"
+    assert any(line.startswith(panic) for line in result.evidence)
+    assert "certifier: the restarted subject registered again, was notified and serves" in result.evidence
+    assert all(v == PASS for c, v in verdicts(cert).items() if c not in ("DRA-PREPARE-MULTI", "DRA-SLICES"))
+    assert cert.notes[0] == "subject process: started 3 time(s), exit 0"
+
+
 def test_without_claims_the_prepare_clauses_are_not_applicable_never_passed():
     cert = run_dra_driver(claims=[])
     got = verdicts(cert)
@@ -132,23 +146,19 @@ def test_a_subject_that_never_starts_fails_every_clause_at_once_with_its_exit(tm
     dra = certify_dra_driver(
         DraDriverTarget(str(plugin_root / "reg"), "x.example.com", command, CLAIMS, workdir=tmp_path / "dra")
     )
-    assert dra.failed_ids() == [
-        "DRA-REG-SOCKET",
-        "DRA-REG-INFO",
-        "DRA-REG-NOTIFY",
-        "DRA-SERVICE",
-        "DRA-PREPARE",
-        "DRA-PREPARE-MULTI",
-        "DRA-UNPREPARE-UNKNOWN",
-        "DRA-RESTART",
-    ]
-    # The clauses that build on a prepared claim say which failed clause kept them from being checked.
+    # The same through CrashWatch: one FAIL quoting the log; the clauses needing a live subject are not judged,
+    # those building on a prepared claim say which clause kept them from being checked.
+    assert dra.failed_ids() == ["DRA-REG-SOCKET"]
+    assert dra.results[0].message == (
+        "the subject crashed during this clause (exit 3); the check saw: no registration socket for x.example.com "
+        "(the subject exited (exit 3))"
+    )
+    assert "  log: cannot open /dev/gpu0" in dra.results[0].evidence
     assert {r.clause.id: r.message for r in dra.results if r.verdict == NOT_APPLICABLE} == {
+        **{c.id: "the subject crashed at start-up, see DRA-REG-SOCKET" for c in DRA_DRIVER_CLAUSES[1:]},
         "DRA-CDI-VALID": "no claim was prepared (DRA-PREPARE)",
-        "DRA-PREPARE-IDEMPOTENT": "the first prepare did not succeed (DRA-PREPARE)",
-        "DRA-UNPREPARE": "no claim was prepared (DRA-PREPARE)",
         "DRA-CDI-REMOVED": "no claim was unprepared (DRA-UNPREPARE)",
-        "DRA-UNPREPARE-IDEMPOTENT": "the claim was not unprepared (DRA-UNPREPARE)",
         "DRA-SLICES": "no API server in sanity mode (give --kubeconfig and --node to check ResourceSlices)",
     }
+    assert sum(r.seconds for r in dra.results) < 10, "no clause waits for a subject that is gone"
     assert "the subject exited (exit 3)" in dra.results[0].evidence[0]

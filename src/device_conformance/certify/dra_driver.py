@@ -29,6 +29,7 @@ import grpc
 
 from device_conformance.certify import cdi, dra_claims, limits, resourceslices
 from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES
+from device_conformance.certify.crash import CrashWatch
 from device_conformance.certify.exchange import rpc_error, show
 from device_conformance.certify.subject import SubjectProcess
 from device_conformance.certify.verdicts import (
@@ -37,7 +38,6 @@ from device_conformance.certify.verdicts import (
     Evidence,
     NotApplicable,
     Subject,
-    run_step,
 )
 from device_conformance.errors import BadInput, WaitTimeout
 from device_conformance.fakes.dra_driver.kubelet_client import Claim, KubeletClient
@@ -57,6 +57,9 @@ SLICES_TIMEOUT = 30.0
 # for registering: limits.REGISTER_TIMEOUT).
 SERVE_TIMEOUT = limits.REGISTER_TIMEOUT
 # A whole-call error is an answer; a hang past the kubelet's deadline or a lost connection is not.
+# Steps that only judge what was recorded (files, the API server): a crash while they run is charged to the next
+# clause that talks to the subject (certify/crash.py).
+RECORD_ONLY = frozenset({"DRA-CDI-VALID", "DRA-CDI-REMOVED", "DRA-SLICES"})
 NOT_AN_ANSWER = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
@@ -115,6 +118,7 @@ class DraDriverCertifier:
         self._cdi_at_first_prepare: set[str] | None = None
         self.answered_ids: dict[str, set[str]] = {}
         self._slice_findings: list[str] = []
+        self.crash = CrashWatch(self.proc, self._recover)
 
     # -- the run ------------------------------------------------------------------------------------------
 
@@ -143,7 +147,8 @@ class DraDriverCertifier:
             if self.proc:
                 self.proc.start()
             for clause_id, step in steps.items():
-                cert.results.append(run_step(clauses[clause_id], step))
+                uses_subject = clause_id not in RECORD_ONLY
+                cert.results.append(self.crash.run(clauses[clause_id], step, uses_subject=uses_subject))
         finally:
             self._cleanup(cert)
             cert.finished = cert.started + sum(r.seconds for r in cert.results)
@@ -166,6 +171,17 @@ class DraDriverCertifier:
             cert.notes.append(f"subject process: started {self.proc.starts} time(s), {self.proc.stop()}")
             cert.notes.append(f"subject log: {self.proc.log_path}")
 
+    def _recover(self, ev: Evidence, restart: Callable[[], str]) -> None:
+        """CrashWatch's callback: start the subject again, find, notify and connect it as the kubelet would."""
+        self._gone = True
+        if self.client:
+            self.client.close()
+            self.client = None
+        restart()
+        self._reregister(ev)
+        self._gone = False
+        ev.add("certifier: the restarted subject registered again, was notified and serves")
+
     def _claims(self, uids: list[str]) -> list[Claim]:
         known = {c[1]: c for c in self.t.claims}
         return [known[u] for u in uids if u in known]
@@ -175,6 +191,7 @@ class DraDriverCertifier:
     def _find_socket(self, ev: Evidence) -> tuple[str, reg_pb2.PluginInfo]:
         """Like the kubelet's plugin watcher: every socket in the directory gets GetInfo; ours is the one
         naming our driver (or the only one answering)."""
+        self.crash.check_up()  # a subject that crashed at start-up never registers: nothing to wait for
         seen: dict[str, str] = {}
 
         def probe() -> tuple[str, reg_pb2.PluginInfo] | Pending:
@@ -204,9 +221,8 @@ class DraDriverCertifier:
             ev.add(str(exc))
             if self.proc:
                 ev.extend(f"  log: {line}" for line in self.proc.log_tail(10))
-            raise ClauseFailed(
-                f"no registration socket for {self.t.driver} within {limits.REGISTER_TIMEOUT:.0f}s"
-            ) from exc
+            why = str(exc).split(";")[0] if isinstance(exc, Abort) else f"within {limits.REGISTER_TIMEOUT:.0f}s"
+            raise ClauseFailed(f"no registration socket for {self.t.driver} ({why})") from exc
 
     def _get_info(self, path: str) -> reg_pb2.PluginInfo:
         with grpc.insecure_channel(f"unix:{path}", options=[("grpc.use_local_subchannel_pool", 1)]) as channel:
@@ -219,6 +235,8 @@ class DraDriverCertifier:
 
     def _connected(self) -> KubeletClient:
         self._registered()
+        if self.proc and not self.proc.running():  # fail fast; CrashWatch reports the crash
+            raise ClauseFailed(f"the subject is not running ({self.proc.exit_status()})")
         if self.client is None:
             raise ClauseFailed("not checked: no usable DRA service endpoint (DRA-REG-INFO, DRA-SERVICE)")
         return self.client
@@ -343,6 +361,9 @@ class DraDriverCertifier:
             response = call(claims, version=self.service, timeout=limits.DRA_CALL_TIMEOUT)
         except grpc.RpcError as err:
             ev.add(f"<- error {rpc_error(err)}")
+            if self.proc and err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                # A dying subject may close its socket before it is reaped: let CrashWatch see this clause's crash.
+                self.proc.exited_within(limits.EXIT_AFTER_BROKEN_CALL)
             raise ClauseFailed(f"{method} failed as a whole: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
         return response

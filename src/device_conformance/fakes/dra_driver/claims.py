@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+import sys
+from typing import Any, NoReturn
 
 from device_conformance.fakes.dra_driver import cdi
 from device_conformance.fakes.dra_driver.config import COMMON_CDI_DEVICE, INVALID_CDI_VERSION, DriverConfig
@@ -98,9 +99,11 @@ class ClaimPreparer:
             return known["devices"]
         try:
             results = self._results(namespace, uid, name)
-        except ClaimError:
+        except ClaimError as exc:
             if "prepare-unknown-claim-succeeds" in self._config.defects:
                 return []  # answered as prepared although nothing is allocated
+            if "prepare-crash-on-unknown-claim" in self._config.defects:
+                _panic(f"panic: NodePrepareResources: unknown claim {namespace}/{name}: {exc}")
             raise
         if not results:
             raise ClaimError(
@@ -182,6 +185,13 @@ class ClaimPreparer:
         if result.get("shareID"):
             entry["share_id"] = result["shareID"]
         return entry
+
+
+def _panic(message: str) -> NoReturn:
+    """Die like a Go driver's unrecovered panic: the message on stderr, exit status 2, no clean-up."""
+    sys.stdout.flush()
+    print(message, file=sys.stderr, flush=True)
+    os._exit(2)
 
 
 def _short(exc: BaseException) -> str:

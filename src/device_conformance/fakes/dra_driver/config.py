@@ -29,6 +29,8 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 #   prepare-unknown-claim-succeeds: a claim the driver has no allocation for is answered as prepared, with no
 #       error and no devices, so the kubelet starts the pod without what the claim asked for (the API: "If
 #       non-empty, preparing the ResourceClaim failed", k8s.io/kubelet/pkg/apis/dra/v1/api.proto).
+#   prepare-crash-on-unknown-claim: preparing a claim the driver has no allocation for panics (the process exits
+#       2 after printing "panic: ..."), so a certifier must report the crash in one clause and go on.
 #   unprepare-keeps-cdi: NodeUnprepareResources leaves the claim's CDI spec file behind.
 #   unprepare-unknown-claim-error: unpreparing a claim this process never prepared fails.
 #   unprepare-rejects-repeat: unpreparing a claim this process prepared and already unprepared fails.
@@ -41,6 +43,7 @@ DEFECTS = (
     "prepare-keeps-lost-cdi-spec",
     "prepare-rejects-repeat",
     "prepare-unknown-claim-succeeds",
+    "prepare-crash-on-unknown-claim",
     "unprepare-keeps-cdi",
     "unprepare-unknown-claim-error",
     "unprepare-rejects-repeat",
