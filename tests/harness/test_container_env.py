@@ -1,6 +1,7 @@
-"""kube/container_env.py: a container's environment printed from /proc/$$/environ and read back from its log,
+"""kube/container_env.py: a container's environment printed from /proc/1/environ and read back from its log,
 so names that are not shell names (DRA_CPUSET_<claim-uid>, with hyphens) are seen. Run here under the shells
-a workload image has (busybox sh, dash), with the exact environment a runtime would give."""
+a workload image has (busybox sh, dash), as PID 1 of a new PID namespace (as in a container), with the exact
+environment a runtime would give."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def run_in(shell: str, script: str) -> str:
     argv = SHELLS[shell]
     if shutil.which(argv[0]) is None:
         pytest.skip(f"{argv[0]} is not installed")
-    argv = [shutil.which(argv[0]), *argv[1:], "-c", script]
+    # As in a container: the shell is PID 1 of its own PID namespace, with its own /proc (root only).
+    argv = ["unshare", "--pid", "--fork", "--mount-proc", shutil.which(argv[0]), *argv[1:], "-c", script]
     return subprocess.run(argv, env=ENVIRONMENT, capture_output=True, text=True, check=True, timeout=30).stdout
 
 
@@ -30,6 +32,13 @@ def test_names_that_are_not_shell_names_are_printed_and_read_back(shell):
     assert parse_env(printed, "DRA_") == ["DRA_CPUSET_0b7e-41c2=0-3", "DRA_DEVICE_dev_0=ns/claim"]
     # What `env` shows instead: the shell dropped the name with hyphens before running it.
     assert run_in(shell, "env | grep ^DRA_ | sort") == "DRA_DEVICE_dev_0=ns/claim\n"
+
+
+def test_the_kubelet_s_expansion_leaves_the_script_as_it_is():
+    """The kubelet expands $(NAME) and reduces $$ to $ in a container's command (pkg/kubelet/container/helpers.go
+    ExpandContainerCommandAndArgs): the script must hold neither, or the shell would read another file."""
+    for script in (print_env_script("DRA_"), env_lines_script()):
+        assert "$$" not in script and "$(" not in script, script
 
 
 @pytest.mark.parametrize("shell", sorted(SHELLS))

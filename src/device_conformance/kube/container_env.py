@@ -6,8 +6,10 @@ underscores, digits, and alphabetics from the portable character set"; XCU 2.5.3
 initialized from the environment; XBD 8.1: other names "may be permitted by an implementation; applications
 shall tolerate the presence of such names"). A DRA driver's CDI edit `DRA_CPUSET_<claim-uid>` has hyphens, so
 `sh -c env` would hide it. /proc/<pid>/environ holds the environment execve gave the process, whatever the
-shell kept of it; $$ is the shell running the script, the container's own process (PID 1 of the container
-unless the pod shares its PID namespace), also inside `$(...)`.
+shell kept of it: /proc/1/environ is the container's own first process (our pods share no PID namespace).
+Not /proc/$$: the kubelet expands a container's command and args, and "double $$ are reduced to a single $"
+(core/v1 Container.command; pkg/kubelet/container/helpers.go ExpandContainerCommandAndArgs), so the shell would read
+/proc/$/environ; not /proc/self: that is `tr`, which gets only what the shell exported.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ ENV_END = "END-OF-ENV"
 def env_lines_script(prefix: str = "") -> str:
     """Shell words printing the container's NAME=value lines (those starting with `prefix`), sorted."""
     grep = f" | grep '^{prefix}'" if prefix else ""
-    return f"tr '\\0' '\\n' < /proc/$$/environ{grep} | sort"
+    return f"tr '\\0' '\\n' < /proc/1/environ{grep} | sort"
 
 
 def print_env_script(prefix: str = "") -> str:
