@@ -21,7 +21,10 @@ PATTERNS = {
         {},
         ("DRA-CDI-REMOVED", "no claim-specific CDI device IDs; 2 shared or static one(s) may stay"),
     ),
-    "serve-after-notify": ({}, ("DRA-RESTART", "the same devices and CDI IDs after the restart")),
+    "serve-after-notify": (
+        {},
+        ("DRA-RESTART", "the same devices and CDI IDs after the restart, claim-b prepared in the same call"),
+    ),
     "prepare-no-devices": (
         {"DRA-CDI-VALID": NO_CDI, "DRA-CDI-REMOVED": NO_CDI},
         ("DRA-PREPARE", "claim ns-1/claim-a: 0 devices (allowed: zero or more)"),

@@ -71,6 +71,11 @@ def test_each_device_plugin_defect_fails_exactly_its_clause(overrides, clause, f
 DRA_DEFECTS = [
     ("prepare-rejects-repeat", "DRA-PREPARE-IDEMPOTENT", "is already prepared"),
     ("prepare-unknown-claim-succeeds", "DRA-PREPARE-MULTI", "was never allocated but was answered as prepared with"),
+    (
+        "prepare-one-claim-per-call",
+        "DRA-RESTART",
+        "NodePrepareResources failed as a whole: UNKNOWN: one claim per call",
+    ),
     ("unprepare-keeps-cdi", "DRA-CDI-REMOVED", "still defined after unprepare"),
     ("unprepare-unknown-claim-error", "DRA-UNPREPARE-UNKNOWN", "was never prepared here"),
     ("unprepare-rejects-repeat", "DRA-UNPREPARE-IDEMPOTENT", "second unprepare of uid-a: claim uid-a is not prepared"),

@@ -242,8 +242,10 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
         "DRA-RESTART",
         "Prepare after a driver restart",
         "A claim prepared before the driver restarts is prepared again afterwards with the same result (zero "
-        "devices included), once the restarted driver is registered again and notified.",
-        f"{DRA_MANAGER} (claims stay prepared in the kubelet's checkpoint across driver restarts); {REG_GENERATOR} "
+        "devices included), once the restarted driver is registered again and notified; given two claims, the "
+        "second is prepared in the same call, as the kubelet sends a pod's claims for one driver together.",
+        f"{DRA_MANAGER} (claims stay prepared in the kubelet's checkpoint across driver restarts; "
+        f"Manager.prepareResources sends one call per driver, `batches`); {REG_GENERATOR} "
         f"(GenerateRegisterPluginFunc notifies the new socket); {DRA_KEP}; kubernetes#141966 (prepare again after a "
         "restart must be idempotent)",
     ),

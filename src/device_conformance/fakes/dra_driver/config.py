@@ -29,6 +29,10 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 #   prepare-unknown-claim-succeeds: a claim the driver has no allocation for is answered as prepared, with no
 #       error and no devices, so the kubelet starts the pod without what the claim asked for (the API: "If
 #       non-empty, preparing the ResourceClaim failed", k8s.io/kubelet/pkg/apis/dra/v1/api.proto).
+#   prepare-one-claim-per-call: NodePrepareResources with several claims fails as a whole ("one claim per call"),
+#       so a pod with two claims of this driver never starts: the kubelet sends a pod's claims for one driver
+#       together (pkg/kubelet/cm/dra/manager.go Manager.prepareResources); with a made-up claim a whole-call error
+#       is allowed, so the certifier sees it with two real claims, after the restart.
 #   prepare-crash-on-unknown-claim: preparing a claim the driver has no allocation for panics (the process exits
 #       2 after printing "panic: ..."), so a certifier must report the crash in one clause and go on.
 #   unprepare-keeps-cdi: NodeUnprepareResources leaves the claim's CDI spec file behind.
@@ -43,6 +47,7 @@ DEFECTS = (
     "prepare-keeps-lost-cdi-spec",
     "prepare-rejects-repeat",
     "prepare-unknown-claim-succeeds",
+    "prepare-one-claim-per-call",
     "prepare-crash-on-unknown-claim",
     "unprepare-keeps-cdi",
     "unprepare-unknown-claim-error",

@@ -37,6 +37,8 @@ class DraServicer:
     def NodePrepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
         if "fetch-claims-first" in self._preparer.patterns:
             self._fetch_claims_first(request, context)
+        if "prepare-one-claim-per-call" in self._preparer.defects and len(request.claims) > 1:
+            self._refuse(request, context, f"one claim per call, got {len(request.claims)}")
         return self._serve("NodePrepareResources", request, context, self._prepare)
 
     def _fetch_claims_first(self, request: Any, context: grpc.ServicerContext) -> None:
@@ -46,11 +48,14 @@ class DraServicer:
         a Go error from a handler reaches the caller as gRPC code UNKNOWN)."""
         errors = [self._preparer.fetch_error(c.namespace, c.uid, c.name) for c in request.claims]
         first = next((e for e in errors if e), None)
-        if first is None:
-            return
+        if first is not None:
+            self._refuse(request, context, f"get resource claims: {first}")
+
+    def _refuse(self, request: Any, context: grpc.ServicerContext, message: str) -> None:
+        """Fail the whole NodePrepareResources call (a Go handler's error reaches the caller as UNKNOWN)."""
         call = self._rpc.start("NodePrepareResources", request)
         self._rpc.admit(call, context, [c.uid for c in request.claims])
-        end_call(self._rpc.log, call, context, Status("UNKNOWN", f"get resource claims: {first}"))
+        end_call(self._rpc.log, call, context, Status("UNKNOWN", message))
 
     def NodeUnprepareResources(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._serve("NodeUnprepareResources", request, context, self._unprepare)
