@@ -28,6 +28,7 @@ FIXTURE_MODULES = (
     "device_conformance.pytest_plugin.declared_json",
     "device_conformance.pytest_plugin.xdist_groups",
     "device_conformance.pytest_plugin.group_scheduling",
+    "device_conformance.pytest_plugin.bringup_report",
     "device_conformance.pytest_plugin.provider_preflight",
     "device_conformance.pytest_plugin.header",
     "device_conformance.pytest_plugin.marker_expression",

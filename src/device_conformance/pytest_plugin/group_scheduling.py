@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadGroupScheduling
 
+from device_conformance.pytest_plugin.bringup_report import LOST_WORKERS
+
 TESTS_LEFT_WHEN_NEXT_GROUP_IS_SENT = 1
 
 
@@ -32,7 +34,15 @@ class JustInTimeGroupScheduling(LoadGroupScheduling):
             return
         if self._pending_of(self.assigned_work[node]) > TESTS_LEFT_WHEN_NEXT_GROUP_IS_SENT:
             return
+        if self._lost(node) and any(not other.shutting_down and not self._lost(other) for other in self.nodes):
+            # Its cluster is gone (fixtures/cluster.py gave up): the group it holds errors, the rest goes to
+            # workers with a cluster. With none left it takes them anyway, so the run ends, every test reported.
+            node.shutdown()
+            return
         self._assign_work_unit(node)
+
+    def _lost(self, node: Any) -> bool:
+        return node.gateway.id in self.config.stash.get(LOST_WORKERS, set())
 
 
 # tryfirst: xdist's own implementation (DSession, registered after this module) returns its default scheduler.

@@ -99,7 +99,8 @@ class LocalCluster:
         except BaseException:
             if layout.root.exists():
                 log(f"bring-up of {run_id} failed; tearing down what was started")
-                teardown(layout, log)
+                for problem in teardown(layout, log):
+                    log(f"teardown left something behind: {problem}")
             raise
         return cluster
 

@@ -25,15 +25,20 @@ def journal_path() -> Path:
     return state_root() / "cleanups.log"
 
 
+def journal(message: str) -> None:
+    """One line in the journal, stamped with the time and this process's pid."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    try:
+        with journal_path().open("a") as file:
+            file.write(f"{stamp} pid {os.getpid()}: {message}\n")
+    except OSError:
+        pass  # the journal explains a clean-up; it must never stop one
+
+
 def _journaled(log: Callable[[str], None]) -> Callable[[str], None]:
     def log_and_journal(message: str) -> None:
         log(message)
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        try:
-            with journal_path().open("a") as journal:
-                journal.write(f"{stamp} pid {os.getpid()}: {message}\n")
-        except OSError:
-            pass  # the journal explains a clean-up; it must never stop one
+        journal(message)
 
     return log_and_journal
 

@@ -11,7 +11,7 @@ from device_conformance.kube.client import Kube
 from device_conformance.providers.base import ClusterHandle
 from device_conformance.providers.local import host, ports
 from device_conformance.providers.local.cluster import LocalCluster
-from device_conformance.providers.local.leftovers import clean_leftovers
+from device_conformance.providers.local.leftovers import clean_leftovers, journal
 from device_conformance.providers.local.node import LocalNode
 from device_conformance.toolchain.binaries import KUBELET_ONLY, KubernetesBinaries, ensure_binaries
 from device_conformance.toolchain.cache import cache_root
@@ -99,6 +99,10 @@ class LocalProvider:
             for problem in problems:
                 self.log(f"teardown left something behind: {problem}")
             self.cluster = None
+
+    def journal(self, message: str) -> None:
+        """A line in the host's clean-up journal (cleanups.log under the state root), e.g. a failed bring-up."""
+        journal(message)
 
     def keep(self) -> str:
         assert self.cluster is not None
