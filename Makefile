@@ -101,7 +101,8 @@ interrupt-check: setup
 	$(BIN)/python bench/interrupt.py $(INTERRUPT_ARGS)
 
 # The flake check (README "Flake check"): the whole suite SOAK_RUNS times in a row, results in bench/results/soak-<time>.md.
-# SOAK_ARGS: e.g. --marks 'not slow' --workers 2 --stop-on-failure.
+# SOAK_ARGS: e.g. --marks 'not slow' --workers 2 --stop-on-failure; --neighbour burn:N / --neighbour go-build
+# put CPU load beside each run (stopped with it, its whole process group).
 SOAK_RUNS ?= 10
 SOAK_ARGS ?=
 soak: setup

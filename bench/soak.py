@@ -16,18 +16,30 @@ apart from other sessions' clusters on the machine. After each run the check rec
 
 The table goes to the terminal and, with the failures, to bench/results/soak-<time>.{md,json}; the exit
 status is 1 when any run failed or left something behind. `--stop-on-failure` stops at the first such run.
+
+`--neighbour burn:N` (N processes spinning at normal priority, 1 to 64) and `--neighbour go-build` (the node
+agent's `go build -a` in a loop, with a build cache of its own) put CPU load beside each run, to shake out the
+flakes a busy machine brings. A neighbour starts just before its run and is stopped, its whole process group,
+when the run ends, also on Ctrl-C, SIGTERM or an error of the soak; its processes die with the soak even when
+that is SIGKILLed (PR_SET_PDEATHSIG), and carry the run's tag, so one left behind shows in "left behind".
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -115,6 +127,149 @@ class ClusterOwners:
                 self.run_ids.add(run_id)
 
 
+# ---- CPU neighbours -------------------------------------------------------------------------------------
+MAX_BURNERS = 64
+NEIGHBOUR_STOP_GRACE_S = 5.0
+PR_SET_PDEATHSIG = 1
+# An endless loop of the node agent's build: -a recompiles the standard library each time (real compiler work,
+# not a cache hit); its own GOCACHE and GOTMPDIR live in the neighbour's directory, removed when it stops.
+GO_BUILD_LOOP = 'while :; do "$0" build -a -trimpath -o /dev/null . >/dev/null 2>&1 || sleep 1; done'
+
+
+def parse_neighbour(spec: str) -> tuple[str, int]:
+    """`burn:N` -> ("burn", N); `go-build` -> ("go-build", 1). Raises ValueError naming what is accepted."""
+    kind, _, count = spec.partition(":")
+    if kind == "go-build" and not count:
+        return kind, 1
+    if kind == "burn" and count.isdigit() and 1 <= int(count) <= MAX_BURNERS:
+        return kind, int(count)
+    raise ValueError(f"--neighbour {spec!r}: use burn:N (N from 1 to {MAX_BURNERS}) or go-build")
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGKILL when the soak dies, however it dies (a SIGKILL skips every finally)."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class Neighbour:
+    """CPU load beside a run, in a process group of its own: started by start(), gone after stop()."""
+
+    def __init__(self, spec: str, tag: str = "") -> None:
+        self.spec = spec
+        self.kind, self.count = parse_neighbour(spec)
+        self.env = {**os.environ, inventory.TAG_ENV: tag} if tag else dict(os.environ)
+        self.processes: list[subprocess.Popen[bytes]] = []
+        self.directory: Path | None = None
+
+    @property
+    def pgid(self) -> int | None:
+        return self.processes[0].pid if self.processes else None
+
+    def start(self) -> None:
+        if self.kind == "burn":
+            for _ in range(self.count):
+                self._spawn([sys.executable, "-c", "while True: pass"])
+        else:
+            self._start_go_build()
+
+    def _spawn(self, argv: list[str], cwd: Path | None = None) -> None:
+        # A group of its own (the first process leads it), in the soak's session: a setpgid across sessions fails.
+        group = self.pgid if self.processes else 0
+        self.processes.append(
+            subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,  # fork-safe: only the ClusterOwners thread runs, and not yet
+                process_group=group,
+            )
+        )
+
+    def _start_go_build(self) -> None:
+        from device_conformance.providers.agent.image import GO_MOD, SOURCE
+
+        go = shutil.which("go")
+        if go is None:
+            raise ValueError("--neighbour go-build: no `go` on PATH")
+        self.directory = Path(tempfile.mkdtemp(prefix="dc-soak-neighbour-"))
+        (self.directory / "go.mod").write_text(GO_MOD)
+        shutil.copy(SOURCE, self.directory / "agent.go")
+        for name in ("cache", "tmp"):
+            (self.directory / name).mkdir()
+        self.env.update(
+            GOCACHE=str(self.directory / "cache"),
+            GOTMPDIR=str(self.directory / "tmp"),
+            GOTOOLCHAIN="local",
+            GOFLAGS="-mod=mod",
+            CGO_ENABLED="0",
+        )
+        self._spawn(["sh", "-c", GO_BUILD_LOOP, go], cwd=self.directory)
+
+    def stop(self) -> None:
+        """SIGTERM to the whole group, SIGKILL to what is left after the grace; then the directory goes."""
+        pgid = self.pgid
+        if pgid is not None:
+            _signal_group(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + NEIGHBOUR_STOP_GRACE_S
+            while _group_alive(pgid, self.processes) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            _signal_group(pgid, signal.SIGKILL)
+            for process in self.processes:
+                process.wait()
+            while _group_alive(pgid, self.processes):  # the compiler of a go build, reparented: SIGKILLed above
+                time.sleep(0.02)
+        if self.directory is not None:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def __str__(self) -> str:
+        pids = " ".join(str(process.pid) for process in self.processes)
+        return f"{self.spec} (process group {self.pgid}: {pids})"
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int, children: Sequence[subprocess.Popen[bytes]]) -> bool:
+    """A process of the group is still there; our own children count once they are reaped, not as zombies."""
+    for process in children:
+        process.poll()
+    return any(_pgid_of(pid) == pgid for pid in _pids())
+
+
+def _pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def _pgid_of(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    return None if fields[0] == "Z" else int(fields[2])  # state, ppid, pgrp
+
+
+@contextmanager
+def neighbours(specs: Sequence[str], tag: str = "", say: Callable[[str], None] = print) -> Iterator[list[Neighbour]]:
+    """The neighbours running for the body; every one stopped on the way out, however the body ends."""
+    with ExitStack() as stack:
+        started = []
+        for spec in specs:
+            neighbour = Neighbour(spec, tag)
+            stack.callback(neighbour.stop)  # before start(): a failed start leaves nothing either
+            neighbour.start()
+            say(f"neighbour {neighbour}")
+            started.append(neighbour)
+        yield started
+
+
 def one_run(index: int, args: argparse.Namespace, logs: Path, before: inventory.Snapshot) -> RunResult:
     tag = f"soak-{os.getpid()}-{index}"
     junit = logs / f"run-{index:02d}.xml"
@@ -124,10 +279,11 @@ def one_run(index: int, args: argparse.Namespace, logs: Path, before: inventory.
         argv += ["-m", args.marks]
     argv += args.pytest_args
     env = {**os.environ, inventory.TAG_ENV: tag}
-    started = time.monotonic()
-    with ClusterOwners(tag) as owners, (logs / f"run-{index:02d}.log").open("wb") as log:
-        code = subprocess.run(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log).returncode
-    wall = time.monotonic() - started
+    with neighbours(args.neighbour, tag):  # stopped before the inventory below looks for what is left
+        started = time.monotonic()
+        with ClusterOwners(tag) as owners, (logs / f"run-{index:02d}.log").open("wb") as log:
+            code = subprocess.run(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log).returncode
+        wall = time.monotonic() - started
     if junit.exists():
         counts, failures = junit_outcomes(junit)
     else:
@@ -155,18 +311,40 @@ def table(results: list[RunResult]) -> str:
     return "\n".join(lines)
 
 
+def _sigterm_as_interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--workers", default="auto", help="xdist workers per run (one cluster each)")
     parser.add_argument("--marks", default="", help="a -m expression (default: the whole suite, slow included)")
     parser.add_argument("--stop-on-failure", action="store_true")
+    parser.add_argument(
+        "--neighbour",
+        action="append",
+        default=[],
+        metavar="burn:N|go-build",
+        help="CPU load beside each run: N spinning processes, or the node agent's Go build in a loop (repeatable)",
+    )
     parser.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = parser.parse_args()
+    for spec in args.neighbour:
+        try:
+            parse_neighbour(spec)
+        except ValueError as exc:
+            parser.error(str(exc))
+    # make or CI stop with SIGTERM: as Ctrl-C, so the run's neighbours are stopped on the way out.
+    signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     logs = RESULTS / f"soak-{stamp}"
     logs.mkdir(parents=True, exist_ok=True)
-    print(f"soak: {args.runs} runs of `pytest suites -n {args.workers}` -m {args.marks!r}; logs in {logs}", flush=True)
+    beside = f"; neighbours {', '.join(args.neighbour)}" if args.neighbour else ""
+    print(
+        f"soak: {args.runs} runs of `pytest suites -n {args.workers}` -m {args.marks!r}{beside}; logs in {logs}",
+        flush=True,
+    )
     before = inventory.snapshot()
     results: list[RunResult] = []
     for index in range(1, args.runs + 1):
