@@ -1,0 +1,73 @@
+"""Our fake DRA driver as a vendor's subject: a command line that vendor mode can start with the node's paths.
+
+    pytest suites/dra --vendor-dra-driver dc-vendor.example.com --vendor-command \
+      "python -m device_conformance.fakes.dra_driver.as_subject --driver {driver} --node-name {node_name} \
+       --registry-dir {registry_dir} --plugins-dir {plugins_dir} --cdi-dir {cdi_dir} --kubeconfig {kubeconfig} \
+       --defect prepare-rejects-repeat"
+
+writes a DriverConfig (devices dev-0..dev-N-1, the kubelet's endpoint at the node's
+/var/lib/kubelet/plugins/<driver>/dra.sock, its prepared claims kept in plugins/<driver>/state.json like a real
+driver's checkpoint, so they survive a SIGKILL) and runs the fake in this process. A run with a `--defect`
+(config.DEFECTS) shows which black-box tests catch that defective vendor, one without shows the clean fake passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+
+from device_conformance.fakes.dra_driver import __main__ as fake_main
+from device_conformance.fakes.dra_driver.config import DEFECTS, PATTERNS, DeviceSpec, DriverConfig
+
+KUBELET_PLUGINS_DIR = "/var/lib/kubelet/plugins"  # the node's path, as the kubelet dials it
+
+
+def config_from(args: argparse.Namespace, workdir: str) -> DriverConfig:
+    data_dir = os.path.join(args.plugins_dir, args.driver)
+    os.makedirs(data_dir, exist_ok=True)
+    return DriverConfig(
+        driver_name=args.driver,
+        node_name=args.node_name,
+        registry_dir=args.registry_dir,
+        plugin_dir=data_dir,
+        kubelet_endpoint_path=f"{KUBELET_PLUGINS_DIR}/{args.driver}/dra.sock",
+        devices=[DeviceSpec(f"dev-{i}") for i in range(args.devices)],
+        kubeconfig=args.kubeconfig,
+        resource_api_version=args.resource_api,
+        cdi_dir=args.cdi_dir,
+        control_socket=os.path.join(workdir, "ctl"),
+        call_log=os.path.join(workdir, "calls.jsonl"),
+        state_file=os.path.join(data_dir, "state.json"),
+        defects=list(args.defect),
+        patterns=list(args.pattern),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m device_conformance.fakes.dra_driver.as_subject")
+    parser.add_argument("--driver", required=True)
+    parser.add_argument("--node-name", required=True)
+    parser.add_argument("--registry-dir", required=True, help="host path of the node's plugins_registry")
+    parser.add_argument("--plugins-dir", required=True, help="host path of the node's /var/lib/kubelet/plugins")
+    parser.add_argument("--cdi-dir", required=True, help="host path of the node's /var/run/cdi")
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--resource-api", default="resource.k8s.io/v1")
+    parser.add_argument("--devices", type=int, default=2)
+    parser.add_argument("--defect", action="append", default=[], choices=DEFECTS)
+    parser.add_argument("--pattern", action="append", default=[], choices=PATTERNS)
+    args = parser.parse_args(argv)
+    workdir = tempfile.mkdtemp(prefix="dc-subj-", dir="/tmp")  # the control socket's path must fit sun_path
+    try:
+        path = os.path.join(workdir, "config.json")
+        with open(path, "w") as f:
+            f.write(config_from(args, workdir).to_json())
+        return fake_main.main(["--config", path])
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
