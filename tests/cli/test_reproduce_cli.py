@@ -21,14 +21,18 @@ def test_bug_is_found_by_issue_or_number():
     assert reproduce.find_bug("134434").issue == "kubernetes#134434"
     with pytest.raises(BadInput, match="not a catalogued bug"):
         reproduce.find_bug("kubernetes#1")
+    # a finding not reported upstream yet is found by its own name
+    finding = "finding:podresources-repeats-earlier-cdi-ids"
+    assert reproduce.find_bug(finding).issue == finding
+    assert reproduce.pick_releases(reproduce.find_bug(finding), None, None) == (V("1.37.2"), None)
 
 
 @pytest.mark.parametrize(
     ("issue", "affected", "fixed"),
     [
-        ("kubernetes#134434", "1.34.10", "1.35.8"),  # fixed in 1.35.0, no cherry-pick
-        ("kubernetes#135686", "1.35.8", "1.36.4"),  # fixed in 1.36.0
-        ("kubernetes#127803", "1.36.4", "1.37.1"),  # fixed in 1.37.0
+        ("kubernetes#134434", "1.34.12", "1.35.8"),  # fixed in 1.35.0, no cherry-pick
+        ("kubernetes#135686", "1.35.8", "1.36.5"),  # fixed in 1.36.0
+        ("kubernetes#127803", "1.36.5", "1.37.2"),  # fixed in 1.37.0
     ],
 )
 def test_default_releases_come_from_the_matrix(issue, affected, fixed):
@@ -95,22 +99,22 @@ def test_the_affected_run_swaps_only_a_kubelet_bugs_kubelet(issue, bad, good, wh
 def test_a_regression_with_no_fix_is_compared_with_the_newest_release_before_it():
     bug = reproduce.find_bug("kubernetes#135437")  # first affected 1.37.0, no fix released
     bad, good = reproduce.pick_releases(bug, None, None)
-    assert (str(bad), str(good)) == ("1.37.1", "1.36.4")
+    assert (str(bad), str(good)) == ("1.37.2", "1.36.5")
     assert reproduce.before_the_bug(bug, good)
     # A kubelet bug: the older release runs as the kubelet under the affected release's control plane.
-    assert reproduce.affected_run(bug, bad, good, False) == (V("1.37.1"), None)
-    assert reproduce.comparison_run(bug, bad, good, False) == (V("1.37.1"), V("1.36.4"))
-    assert reproduce.comparison_run(bug, bad, good, True) == (V("1.36.4"), None)
+    assert reproduce.affected_run(bug, bad, good, False) == (V("1.37.2"), None)
+    assert reproduce.comparison_run(bug, bad, good, False) == (V("1.37.2"), V("1.36.5"))
+    assert reproduce.comparison_run(bug, bad, good, True) == (V("1.36.5"), None)
     # An unfixed bug older than every matrix release has nothing to compare with: the affected run alone.
     old = reproduce.find_bug("kubernetes#126943")  # since 1.15.0, no fix
-    assert reproduce.pick_releases(old, None, None) == (V("1.37.1"), None)
+    assert reproduce.pick_releases(old, None, None) == (V("1.37.2"), None)
 
 
 def test_a_fixed_bug_is_still_compared_with_its_fixed_release():
     bug = reproduce.find_bug("kubernetes#127803")
     bad, good = reproduce.pick_releases(bug, None, None)
     assert not reproduce.before_the_bug(bug, good)
-    assert reproduce.comparison_run(bug, bad, good, False) == (V("1.37.1"), None)
+    assert reproduce.comparison_run(bug, bad, good, False) == (V("1.37.2"), None)
 
 
 def test_verdicts_on_the_release_before_a_regression():

@@ -103,7 +103,8 @@ def test_known_bug_verdict(bug, release, affected):
     assert bug.affects(V(release)) is affected
 
 
-# The matrix releases 1.31.4, 1.32.5, 1.33.13, 1.34.10, 1.35.8, 1.36.4, 1.37.1, written out by hand.
+# The matrix releases 1.31.4, 1.32.9, 1.33.13, 1.34.12, 1.35.8, 1.36.5, 1.37.2, written out by hand (no cell
+# changed from 1.32.5, 1.34.10, 1.36.4, 1.37.1: no fix of these bugs lies between them).
 MATRIX = {
     deviceplugin.PODRESOURCES_LISTS_TERMINATED_PODS: "TTTFFFF",
     deviceplugin.RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART: "TTTFFFF",

@@ -1,5 +1,5 @@
 """Every piece of version data on every matrix release, written out by hand per release: what `make matrix`
-configures and expects on 1.31.4 ... 1.37.1, and on the older releases the suites also run on, 1.28.15 ...
+configures and expects on 1.31.4 ... 1.37.2, and on the older releases the suites also run on, 1.28.15 ...
 1.30.14 (device-plugin and smoke suites only). (Known bugs per release: test_version_data.MATRIX_TABLE and
 OLDER_TABLE.)
 
@@ -58,7 +58,7 @@ SETTINGS = {
     "1.29.15": ({}, [], {}, None, "resource.k8s.io/v1alpha3", False, False, "FFFFFF"),
     "1.30.14": ({}, [], {}, None, "resource.k8s.io/v1alpha3", False, False, "FFFFFF"),
     "1.31.4": ({}, [], {}, None, "resource.k8s.io/v1alpha3", False, False, "FFFFFF"),
-    "1.32.5": (DRA, [BETA1], {}, "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3", False, False, "FFFFFF"),
+    "1.32.9": (DRA, [BETA1], {}, "resource.k8s.io/v1beta1", "resource.k8s.io/v1alpha3", False, False, "FFFFFF"),
     "1.33.13": (
         DRA | TAINTS,
         [BETA1, ALPHA3],
@@ -69,7 +69,7 @@ SETTINGS = {
         False,
         "TFFFFF",
     ),
-    "1.34.10": (TAINTS, [ALPHA3], {}, "resource.k8s.io/v1", "resource.k8s.io/v1alpha3", True, False, "TTFFTT"),
+    "1.34.12": (TAINTS, [ALPHA3], {}, "resource.k8s.io/v1", "resource.k8s.io/v1alpha3", True, False, "TTFFTT"),
     "1.35.8": (
         TAINTS | RULES,
         [ALPHA3],
@@ -80,8 +80,8 @@ SETTINGS = {
         True,
         "TTFFTT",
     ),
-    "1.36.4": (RULES, [BETA2], CGROUP_V1, "resource.k8s.io/v1", "resource.k8s.io/v1beta2", True, True, "TTTTTT"),
-    "1.37.1": ({}, [], CGROUP_V1, "resource.k8s.io/v1", "resource.k8s.io/v1", True, True, "TTTTTT"),
+    "1.36.5": (RULES, [BETA2], CGROUP_V1, "resource.k8s.io/v1", "resource.k8s.io/v1beta2", True, True, "TTTTTT"),
+    "1.37.2": ({}, [], CGROUP_V1, "resource.k8s.io/v1", "resource.k8s.io/v1", True, True, "TTTTTT"),
 }
 
 

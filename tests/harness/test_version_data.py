@@ -380,7 +380,9 @@ def test_every_bug_and_behaviour_is_in_the_table():
 @pytest.mark.parametrize("bug", bugtable.KNOWN_BUGS, ids=lambda bug: bug.issue)
 def test_known_bug_data_is_complete_and_consistent(bug):
     assert bug.problems() == []
-    assert bug.issue.startswith("kubernetes#") and bug.title and bug.shown_by
+    assert bug.issue.startswith(("kubernetes#", "finding:")) and bug.title and bug.shown_by
+    if bug.finding:  # a finding's report, ready to file upstream, is committed with its entry
+        assert (DOC.parent / "findings" / f"{bug.finding}.md").is_file(), bug.finding_page
     releases = [fix.release for fix in bug.fixes]
     assert releases == sorted(releases, reverse=True), "newest branch first"
     assert len({(r.major, r.minor) for r in releases}) == len(releases), "one fix per branch"
@@ -504,7 +506,7 @@ def test_committed_bug_table_matches_the_data():
     )
 
 
-# Every catalogued bug on every matrix release (1.31.4, 1.32.5, 1.33.13, 1.34.10, 1.35.8, 1.36.4, 1.37.1), written
+# Every catalogued bug on every matrix release (1.31.4, 1.32.9, 1.33.13, 1.34.12, 1.35.8, 1.36.5, 1.37.2), written
 # out by hand from each bug's first affected release and per-branch fixes, and the component whose release judges
 # it: the verdict `make matrix` runs must expect, cell by cell.
 MATRIX_TABLE = {
@@ -519,8 +521,10 @@ MATRIX_TABLE = {
     "kubernetes#134152": ("kube-controller-manager", "FFTTFFF"),  # event of the first eviction only, 1.33.0 to 1.35.0
     "kubernetes#140527": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0
     "kubernetes#131513": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0
-    "kubernetes#141290": ("kube-controller-manager", "FFFTTTT"),  # DRAExtendedResource 1.34.0, unfixed
-    "kubernetes#140274": ("kubelet", "FTTTTFF"),  # 1.32.0 to 1.37.0, 1.36.4 and 1.34.12 (after 1.34.10)
+    # DRAExtendedResource 1.34.0; the 1.37 cell turned F with the matrix's 1.37.2: cherry-pick #142492 (1.37.2)
+    "kubernetes#141290": ("kube-controller-manager", "FFFTTTF"),
+    # 1.32.0 to 1.37.0-rc.0, 1.36.4, 1.35.10 and 1.34.12: the 1.34 cell turned F with the matrix's 1.34.12 (#140953)
+    "kubernetes#140274": ("kubelet", "FTTFTFF"),
     "kubernetes#135901": ("kubelet", "FFFFFFF"),  # 1.34.0 to 1.34.4 / 1.35.1 / 1.36.0: no matrix release
     "kubernetes#141620": ("kube-scheduler", "FFTTTTF"),  # 1.33.0 (DeviceTaintRules) to 1.37.1, no older cherry-pick
     "kubernetes#140268": ("kubelet", "TTTTTTF"),  # 1.31.0 (KEP-4680, device plugins) to 1.37.0, no cherry-pick
@@ -530,9 +534,11 @@ MATRIX_TABLE = {
     "kubernetes#140224": ("kubelet", "FFTTTTF"),  # in-place resize runs device allocation, 1.33.0 to 1.37.0
     "kubernetes#140212": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0, no cherry-pick
     "kubernetes#141855": ("kubelet", "FFFFFTF"),  # 1.36.0 (ResourceHealthStatus on) to 1.37.0, 1.36 pick open
-    "kubernetes#134789": ("kube-scheduler", "FTFFFFF"),  # 1.32.0 to 1.35.0, 1.34.2, 1.33.6 and 1.32.10
+    "kubernetes#134789": ("kube-scheduler", "FTFFFFF"),  # 1.32.0 to 1.35.0, 1.34.2, 1.33.6 and 1.32.10 (1.32.9: T)
     "kubernetes#131968": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0, no cherry-pick
     "kubernetes#138446": ("kubelet", "TTTTTTT"),  # a completed init container re-admitted, from 1.28.0, unfixed
+    # podresources repeats a claim's earlier CDI IDs: from 1.31.0 (per-device entries), unfixed (the test needs 1.34)
+    "finding:podresources-repeats-earlier-cdi-ids": ("kubelet", "TTTTTTT"),
 }
 
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,7 @@ from device_conformance.expectations.behaviour import KnownBug
 from device_conformance.expectations.bugtable import KNOWN_BUGS
 from device_conformance.expectations.release_notes import ReleaseNotes, notes_from_dir, notes_from_zip, verify
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.toolchain.gobuild import go_binary, go_mod_download, json_stream, without_mod_flag
+from device_conformance.toolchain.gobuild import go_binary, go_mod_download, listed_versions
 
 # How many of the newest k8s.io/kubernetes versions to try for the notes (the proxy refuses some: 403).
 NOTES_VERSIONS_TRIED = 5
@@ -94,35 +92,25 @@ def render_text(entries: list[dict[str, Any]], version: KubeVersion | None) -> s
     return "\n".join(lines) + "\n"
 
 
-def newest_notes() -> ReleaseNotes:
+def newest_notes(go: str | None = None, listed: Sequence[str] | None = None) -> ReleaseNotes:
     """The release notes in the newest k8s.io/kubernetes module zip the Go module proxy serves (`go list -m
-    -versions`, then `go mod download`; a zip whose go.mod needs a newer Go is still downloaded and read)."""
-    go = go_binary("release notes", alternative="pass --changelog-dir DIR")
-    env = {"GOWORK": "off", "GOFLAGS": without_mod_flag(os.environ.get("GOFLAGS", ""))}
-    with tempfile.TemporaryDirectory(prefix="dc-go-list-") as neutral:
-        proc = subprocess.run(
-            [go, "list", "-m", "-json", "-versions", "k8s.io/kubernetes"],
-            cwd=neutral,
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    records = json_stream(proc.stdout) if proc.returncode == 0 else []
-    versions = sorted(
-        (KubeVersion.parse(v) for v in (records[0].get("Versions", []) if records else []) if _is_tag(v)),
-        reverse=True,
-    )
+    -versions`, or `listed` when the caller has it, then `go mod download`; a zip whose go.mod needs a newer Go
+    is still downloaded and read)."""
+    go = go or go_binary("release notes", alternative="pass --changelog-dir DIR")
+    problem = None
+    if listed is None:
+        listed, problem = listed_versions(go)
+    versions = sorted((KubeVersion.parse(v) for v in listed if _is_tag(v)), reverse=True)
     tried = []
     for version in versions[:NOTES_VERSIONS_TRIED]:
-        downloaded, problem = go_mod_download([f"k8s.io/kubernetes@{version.tag}"], go)
+        downloaded, refused = go_mod_download([f"k8s.io/kubernetes@{version.tag}"], go)
         zip_path = Path(downloaded[0]["Zip"]) if downloaded and downloaded[0].get("Zip") else None
         if zip_path is not None and zip_path.is_file():
             return notes_from_zip(zip_path)
-        tried.append(f"{version.tag}: {problem}")
+        tried.append(f"{version.tag}: {refused}")
     raise BadInput(
         "no k8s.io/kubernetes module zip to read release notes from: "
-        + ("; ".join(tried) or proc.stderr.strip() or "the Go module proxy lists no version"),
+        + ("; ".join(tried) or problem or "the Go module proxy lists no version"),
         "pass --changelog-dir DIR (a CHANGELOG/ folder of a kubernetes/kubernetes checkout)",
     )
 

@@ -17,6 +17,7 @@ VERB_MODULES = [
     "device_conformance.cli.k8s_source",
     "device_conformance.cli.bugs",
     "device_conformance.cli.matrix",
+    "device_conformance.cli.versions",
     "device_conformance.cli.reproduce",
     "device_conformance.cli.bisect",
     "device_conformance.cli.certify",

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from device_conformance.cli import release_run
 from device_conformance.errors import BadInput
-from device_conformance.expectations.behaviour import KUBELET, KnownBug
+from device_conformance.expectations.behaviour import FINDING_PREFIX, KUBELET, KnownBug
 from device_conformance.expectations.bugtable import KNOWN_BUGS
 from device_conformance.expectations.versions import MATRIX_VERSIONS, KubeVersion, kubelet_skew_allows
 
@@ -86,7 +86,7 @@ def before_the_bug(bug: KnownBug, good: KubeVersion) -> bool:
 
 
 def find_bug(issue: str) -> KnownBug:
-    wanted = issue if "#" in issue else f"kubernetes#{issue}"
+    wanted = issue if "#" in issue or issue.startswith(FINDING_PREFIX) else f"kubernetes#{issue}"
     for bug in KNOWN_BUGS:
         if bug.issue == wanted:
             return bug

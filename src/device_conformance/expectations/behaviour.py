@@ -164,7 +164,12 @@ class ClusterVersions:
 @dataclass(frozen=True, init=False)
 class KnownBug:
     """An upstream bug a test shows: present from `first_affected` until the fix reached the release's
-    branch (`fixes`: newest branch first, the mainline fix, then its cherry-picks), in `component`."""
+    branch (`fixes`: newest branch first, the mainline fix, then its cherry-picks), in `component`.
+
+    `issue` is the upstream report, 'repository#number' (kubernetes#127803). A bug this suite found that nobody
+    has reported upstream yet is `finding:<slug>`, with its report ready to file in docs/findings/<slug>.md;
+    once filed, the entry takes the new issue's number. `finding`: the slug of such a page for an entry whose
+    issue names something else (the pull request that brought the bug, say) because no issue exists."""
 
     issue: str
     title: str
@@ -172,6 +177,7 @@ class KnownBug:
     fixes: tuple[Fix, ...]
     shown_by: str  # which check shows it, for the bug table
     component: str
+    finding: str  # the slug of its docs/findings page, "" when it has none
 
     def __init__(
         self,
@@ -181,6 +187,7 @@ class KnownBug:
         fixes: Sequence[Fix] = (),
         shown_by: str = "",
         component: str = KUBELET,
+        finding: str = "",
     ) -> None:
         object.__setattr__(self, "issue", issue)
         object.__setattr__(self, "title", title)
@@ -188,14 +195,30 @@ class KnownBug:
         object.__setattr__(self, "fixes", tuple(fixes))
         object.__setattr__(self, "shown_by", shown_by)
         object.__setattr__(self, "component", component)
+        unreported = issue.removeprefix(FINDING_PREFIX) if issue.startswith(FINDING_PREFIX) else ""
+        object.__setattr__(self, "finding", finding or unreported)
         problems = self.problems()
         if problems:
             raise ValueError("; ".join(problems))
 
+    @property
+    def unreported(self) -> bool:
+        """Whether no upstream issue exists yet (issue 'finding:<slug>')."""
+        return self.issue.startswith(FINDING_PREFIX)
+
+    @property
+    def finding_page(self) -> str:
+        """The report ready to file upstream, relative to the repository root ("" when there is none)."""
+        return f"docs/findings/{self.finding}.md" if self.finding else ""
+
     def problems(self) -> list[str]:
         problems = []
-        if not _ISSUE_RE.fullmatch(self.issue):
-            problems.append(f"issue {self.issue!r} is not 'repository#number'")
+        if not (_ISSUE_RE.fullmatch(self.issue) or _FINDING_RE.fullmatch(self.issue)):
+            problems.append(f"issue {self.issue!r} is not 'repository#number' or '{FINDING_PREFIX}<slug>'")
+        if self.finding and not _SLUG_RE.fullmatch(self.finding):
+            problems.append(f"{self.issue}: finding {self.finding!r} is not a lower-case slug (a-z, 0-9, -)")
+        if self.unreported and self.finding != self.issue.removeprefix(FINDING_PREFIX):
+            problems.append(f"{self.issue}: an unreported finding's page is its own slug, not {self.finding!r}")
         if not self.title.strip():
             problems.append(f"{self.issue}: no title")
         if self.component not in COMPONENTS:
@@ -264,6 +287,10 @@ class KnownBug:
 
 
 _ISSUE_RE = re.compile(r"[A-Za-z0-9_.-]+#\d+")
+# A bug found here and not reported upstream yet: finding:<slug>, its report in docs/findings/<slug>.md.
+FINDING_PREFIX = "finding:"
+_SLUG_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+_FINDING_RE = re.compile(re.escape(FINDING_PREFIX) + _SLUG_RE.pattern)
 _PR_RE = re.compile(r"#\d+")
 
 

@@ -38,6 +38,7 @@ KNOWN_BUGS: tuple[KnownBug, ...] = (
     dra.HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE,
     dra.CLASS_CONFIG_NAMES_NO_REQUESTS,
     dra.MISSING_DRIVER_BLOCKS_POD_DELETION,
+    dra.PODRESOURCES_REPEATS_EARLIER_CDI_IDS,
 )
 
 BEHAVIOURS: tuple[Behaviour, ...] = (
@@ -108,7 +109,12 @@ MATRIX_MINORS = tuple(range(28, 38))
 _REFERENCE_RE = re.compile(r"\bkubernetes#(\d+)")
 
 
+_FINDING_RE = re.compile(r"\bfinding:([a-z0-9-]+)")
+
+
 def _linked(text: str) -> str:
+    """Upstream references as links; an unreported finding links its report (docs/findings/, beside this doc)."""
+    text = _FINDING_RE.sub(r"[finding:\1](findings/\1.md)", text)
     return _REFERENCE_RE.sub(r"[kubernetes#\1](https://github.com/kubernetes/kubernetes/issues/\1)", text)
 
 
@@ -181,6 +187,20 @@ def render() -> str:
         elif date and KubeVersion.parse(fixed) < bug.first_affected:
             fixed += " (the newest release before the regression)"
         lines.append(f"| {bug.issue} | {affected} | {fixed} | {date} |")
+    lines += [
+        "",
+        "## Findings to report upstream",
+        "",
+        "Bugs this suite found that have no upstream issue: each page is a report ready to file (reproducer, code",
+        "at fault, affected releases, suggested fix). An unreported one is `finding:<slug>` in the data until the",
+        "issue is filed; the others name the pull request that brought the bug.",
+        "",
+        "| Bug | Report |",
+        "| --- | --- |",
+    ]
+    for bug in KNOWN_BUGS:
+        if bug.finding:
+            lines.append(f"| {_linked(bug.issue)}: {bug.title} | [{bug.finding_page}](findings/{bug.finding}.md) |")
     lines += ["", "## Behaviour", ""]
     for behaviour in BEHAVIOURS:
         lines += [f"### {behaviour.name}", "", "| Outcome | From (per branch) |", "| --- | --- |"]

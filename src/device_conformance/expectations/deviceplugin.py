@@ -190,14 +190,17 @@ POD_RUNS_WITHOUT_DEVICES_AFTER_STATE_LOSS = KnownBug(
 # connectClient/runClient, manager.go PluginConnected); it came with the per-socket client list of PR
 # #135437 (v1.37.0; its review asked whether duplicate name+socket entries are guarded: "we are under the
 # assumption that no socket of the same name is able to open at the same time"). v1.36.4 has no such refusal
-# (a second Register on the socket replaces the connection). No upstream issue was found; the entry names
-# the PR until one is filed.
+# (a second Register on the socket replaces the connection). Same code in module source v1.37.2 and
+# v1.38.0-beta.0 (master of 2026-11-06); v1.36.5 has neither the refusal nor the per-socket client list. No
+# upstream issue was found; the entry names the PR until one is filed, and docs/findings/
+# refused-register-drops-live-client.md is the report to file.
 REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT = KnownBug(
     issue="kubernetes#135437",
     title="a refused Register on a connected socket drops the live client: its disconnect is never processed "
     "and the socket stays 'already connected'",
     first_affected="1.37.0",
     shown_by="suites/device_plugin/test_registration.py::test_late_disconnect_of_a_reused_socket_frees_the_socket",
+    finding="refused-register-drops-live-client",
 )
 
 # A Register on a socket path the kubelet is still connected to (another process now serving that path).

@@ -160,7 +160,8 @@ SHARED_CLAIM_STALE_CONSUMER_EVICTION = KnownBug(
 # that calls tc.emitPodDeletionEvent for every pod it deletes. Event reason and messages are the same in all of
 # them. The rewrite onto a workqueue is most likely PR #134152 (DeviceTaintRule status and effect None,
 # CHANGELOG-1.35 v1.35.0-alpha.3, its first heading; its review threads show the workqueue), not confirmed from
-# its diff. No issue filed.
+# its diff. No issue filed: the report is docs/findings/eviction-event-for-first-pod-only.md (for the record: 1.33
+# is past its end of life; a 1.34 patch release is the only place left for a fix).
 EVICTION_EVENT_FOR_FIRST_POD_ONLY = KnownBug(
     issue="kubernetes#134152",
     title="the device-taint eviction controller records the eviction event of the first pod it evicts only",
@@ -168,6 +169,27 @@ EVICTION_EVENT_FOR_FIRST_POD_ONLY = KnownBug(
     fixes=(Fix("1.35.0-alpha.3", "kubernetes#134152 (probably; every eviction has its event from 1.35.0)"),),
     shown_by="suites/taints/test_device_taints.py::test_noexecute_taint_in_resourceslice_evicts_the_pod",
     component=CONTROLLER_MANAGER,  # the device-taint eviction controller
+    finding="eviction-event-for-first-pod-only",
+)
+
+
+# podresources List and Get give each device of a claim its own ClaimResource, but GetDynamicResources
+# (pkg/kubelet/cm/container_manager_linux.go) declares the CDI device list once per driver (`var cdiDevices` above
+# `for _, device := range driverState.Devices`) and appends each device's CDI IDs to it, so every device after the
+# first is listed with the CDI IDs of the driver's earlier devices in the claim and then its own. Found by this
+# suite (two devices in one claim, one driver); not reported upstream, the report is docs/findings/
+# podresources-repeats-earlier-cdi-ids.md. Read
+# in module source: the per-device loop with the shared list is in v1.31.0 (where structured parameters brought
+# DriverState.Devices; the field was CDIDevices until 1.34), v1.31.4, v1.32.5, v1.32.13, v1.33.13, v1.34.10,
+# v1.34.12, v1.35.8, v1.36.4, v1.36.5, v1.37.1, v1.37.2 and v1.38.0-beta.0 (master of 2026-11-06); v1.30.14 lists
+# one ClaimResource of CDI devices per kubelet plugin (classic DRA), no per-device entries. No fix released. DRA in
+# podresources (KubeletPodResourcesDynamicResources) is beta and on from 1.34 (FIRST_PODRESOURCES_DRA_MINOR): before,
+# only clusters that turned the gate on show it.
+PODRESOURCES_REPEATS_EARLIER_CDI_IDS = KnownBug(
+    issue="finding:podresources-repeats-earlier-cdi-ids",
+    title="podresources lists each later device of a claim with the CDI IDs of the claim's earlier devices too",
+    first_affected="1.31.0",
+    shown_by="suites/dra/test_dra_podresources.py::test_each_device_of_a_claim_is_listed_with_only_its_own_cdi_ids",
 )
 
 

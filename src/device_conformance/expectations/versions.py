@@ -130,20 +130,21 @@ def kubelet_skew_allows(control_plane: KubeVersion, kubelet: KubeVersion) -> boo
     return kubelet <= control_plane and control_plane.minor - kubelet.minor <= KUBELET_SKEW_MINORS
 
 
-# The version matrix (`make matrix`): for each minor 1.31-1.37 the newest patch that builds here: the Go
-# module proxy serves k8s.io/kubernetes and every staging module k8s.io/<name>@v0.Y.Z its go.mod replaces,
-# and the checksum database has an entry (probed 2026-11-23 via proxy.golang.org/<module>/@v/<v>.zip and
-# /sumdb/sum.golang.org/lookup/...). Newer patches are refused: 1.34.11-1.34.12, 1.35.9 and 1.36.5 have no
-# checksum entry; k8s.io/endpointslice answers 403 for v0.31.5-v0.31.12, v0.31.14 and v0.32.7+ and has no
-# checksum entry for v0.31.13, so 1.31.5-1.31.14 and 1.32.7+ fail to build; 1.33.14+ answer 403.
+# The version matrix (`make matrix`): for each minor 1.31-1.37 the newest patch that builds here, as `device-conformance
+# versions` found on 2026-11-28: k8s.io/kubernetes downloads and verifies against the checksum database, and the
+# proxy serves every module its build fetches (gobuild.build_requirements). Newer patches: 1.31.5-1.31.14 lack
+# staging modules (k8s.io/endpointslice, cloud-provider, kube-proxy, ... answer 403 or have no checksum entry) or
+# answer 403 themselves (1.31.10-11); 1.32.10-1.32.13 lack staging modules (endpointslice, kms, csi-translation-lib)
+# or answer 403 (1.32.12); 1.34.13, 1.35.9, 1.35.10 and 1.36.6 answer 403. The answers drift: run `versions` again.
+# The default (DEFAULT_K8S_VERSION) and the upgrade tests' PREVIOUS_MINOR_VERSION stay where the whole suite has run.
 MATRIX_VERSIONS: tuple[KubeVersion, ...] = (
     KubeVersion(1, 31, 4),
-    KubeVersion(1, 32, 5),
+    KubeVersion(1, 32, 9),
     KubeVersion(1, 33, 13),
-    KubeVersion(1, 34, 10),
+    KubeVersion(1, 34, 12),
     KubeVersion(1, 35, 8),
-    PREVIOUS_MINOR_VERSION,
-    DEFAULT_K8S_VERSION,
+    KubeVersion(1, 36, 5),
+    KubeVersion(1, 37, 2),
 )
 
 # Below the matrix: the newest patch of 1.28-1.30, each its minor's last release (the proxy answers 403 for

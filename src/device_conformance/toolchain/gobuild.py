@@ -32,6 +32,10 @@ PROGRESS_EVERY_SECONDS = 15
 # answers 403 for them at some versions (v0.31.4, v0.33.13, v0.34.10, v0.35.8, v0.37.2, checked 2026-11-27),
 # so builds and `k8s-source get` leave them out.
 UNBUILT_STAGING = ("k8s.io/sample-cli-plugin", "k8s.io/sample-controller")
+# Required by k8s.io/kubernetes's go.mod (test code) but imported by no server binary: v1.31.4 and v1.33.13 built
+# here while the proxy answered 403 for k8s.io/sample-apiserver at v0.31.4 and v0.33.13 (2026-11-28). Builds keep
+# its replace directive (harmless); build_requirements does not ask the proxy for it.
+NOT_IMPORTED_BY_SERVER_BINARIES = (*UNBUILT_STAGING, "k8s.io/sample-apiserver")
 
 # `go` refuses a module whose go.mod needs a newer Go while GOTOOLCHAIN=local (the Go distribution's go.env
 # default here): "k8s.io/kubernetes@v1.38.0-beta.0 requires go >= 1.27.0 (running go 1.26.8; GOTOOLCHAIN=local)".
@@ -138,7 +142,22 @@ def module_gomod(version: KubeVersion) -> str:
 def download_modules(specs: Sequence[str], version: KubeVersion) -> list[dict[str, Any]]:
     """`go mod download -json` of k8s.io/kubernetes module@version specs: one record each (Path, Version, Dir,
     GoMod, ...). Fails clearly for a version the proxy does not serve."""
-    go = go_binary()
+    records, problem = download_for_version(specs, version, go_binary())
+    if problem is not None:
+        raise BadInput(
+            f"K8S_VERSION={version} cannot be fetched: the Go module proxy answers: {problem}",
+            f"pick a released version the proxy serves (default {DEFAULT_K8S_VERSION}; "
+            "`go list -m -versions k8s.io/kubernetes` lists them), or set K8S_BIN_DIR to binaries you already have",
+        )
+    return records
+
+
+def download_for_version(
+    specs: Sequence[str], version: KubeVersion, go: str
+) -> tuple[list[dict[str, Any]], str | None]:
+    """go_mod_download of module@version specs that belong to a Kubernetes version's build, with the toolchain
+    that version needs: when `go` is too old for a module (GOTOOLCHAIN=local: "requires go >= 1.27.0"), again
+    with upstream's toolchain for the version (its .go-version), remembered for later calls of the version."""
     toolchain = _TOOLCHAINS.get(version.tag)
     records, problem = go_mod_download(specs, go, toolchain)
     too_new = _TOO_NEW_RE.search(problem or "")
@@ -148,13 +167,46 @@ def download_modules(specs: Sequence[str], version: KubeVersion) -> list[dict[st
         if toolchain is not None:
             _TOOLCHAINS[version.tag] = toolchain
             records, problem = go_mod_download(specs, go, toolchain)
-    if problem is not None:
-        raise BadInput(
-            f"K8S_VERSION={version} cannot be fetched: the Go module proxy answers: {problem}",
-            f"pick a released version the proxy serves (default {DEFAULT_K8S_VERSION}; "
-            "`go list -m -versions k8s.io/kubernetes` lists them), or set K8S_BIN_DIR to binaries you already have",
+    return records, problem
+
+
+def listed_versions(go: str, module: str = "k8s.io/kubernetes") -> tuple[list[str], str | None]:
+    """The versions the Go module proxy lists for `module` (`go list -m -json -versions`, outside any module or
+    workspace), and what went wrong (None when the command succeeded). The list may lack versions the proxy
+    still serves: ask for one with go_mod_download."""
+    with tempfile.TemporaryDirectory(prefix="dc-go-list-") as neutral:
+        proc = subprocess.run(
+            [go, "list", "-m", "-json", "-versions", module],
+            cwd=neutral,
+            env={**os.environ, "GOWORK": "off", "GOFLAGS": without_mod_flag(os.environ.get("GOFLAGS", ""))},
+            capture_output=True,
+            text=True,
+            check=False,
         )
-    return records
+    records = json_stream(proc.stdout) if proc.returncode == 0 else []
+    if not records:
+        return [], proc.stderr.strip() or f"go list -m -versions {module} printed nothing"
+    return list(records[0].get("Versions", [])), None
+
+
+def build_requirements(version: KubeVersion, kubernetes_gomod: str) -> list[str]:
+    """The module@version specs a build of the server binaries at `version` may fetch: every staging module
+    the wrapper module replaces (staging_modules) at the version's staging tag, and every other module
+    k8s.io/kubernetes's go.mod requires (direct and indirect), at the version it names. A superset of what
+    the four binaries import (less NOT_IMPORTED_BY_SERVER_BINARIES): another module no server binary imports
+    may be among them."""
+    staging = set(staging_modules(kubernetes_gomod)) - set(NOT_IMPORTED_BY_SERVER_BINARIES)
+    replaced = set(re.findall(r"^\s*(k8s\.io/\S+) => \./staging/", kubernetes_gomod, re.M))
+    specs = [f"{name}@{version.staging_tag}" for name in sorted(staging)]
+    for block in re.findall(r"^require \((.*?)^\)", kubernetes_gomod, re.M | re.S):
+        for line in block.splitlines():
+            fields = line.split("//")[0].split()
+            if len(fields) == 2 and fields[0] not in replaced:
+                specs.append(f"{fields[0]}@{fields[1]}")
+    for single in re.findall(r"^require (\S+) (\S+)", kubernetes_gomod, re.M):
+        if single[0] not in replaced:
+            specs.append(f"{single[0]}@{single[1]}")
+    return specs
 
 
 def go_mod_download(
