@@ -8,10 +8,14 @@ the CLI both call resolve(); nothing else reads these variables.
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Literal, TypeVar
+
+import yaml
 
 from device_conformance import vendor_spec
 from device_conformance.errors import BadInput
@@ -29,6 +33,47 @@ from device_conformance.toolchain.source_tree import VERSION_FILE, tree_version
 PROVIDERS = ("local", "kind", "existing")
 T = TypeVar("T")
 
+# What the local provider's --v and kind's logging.verbosity were before the knob: tests read lines the kubelet
+# logs at V(2), e.g. the DRA plugin manager's "Connection changed" (wait/dra.for_kubelet_connection).
+DEFAULT_KUBELET_VERBOSITY = 2
+# The components a gate of --feature-gates goes to: the names a user may write -> the binary's name.
+COMPONENTS = ("kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+COMPONENT_ALIASES = {
+    "kubelet": "kubelet",
+    "apiserver": "kube-apiserver",
+    "kube-apiserver": "kube-apiserver",
+    "controller-manager": "kube-controller-manager",
+    "kube-controller-manager": "kube-controller-manager",
+    "scheduler": "kube-scheduler",
+    "kube-scheduler": "kube-scheduler",
+}
+# Kubelet flags the providers set themselves (providers/local/components.kubelet_argv; kind's kubeadm): given
+# again through --kubelet-arg they would contradict them. The value: what to use instead.
+OWNED_KUBELET_FLAGS = {
+    "v": "--kubelet-verbosity N",
+    "feature-gates": "--feature-gates kubelet:NAME=true",
+    "config": "--kubelet-config KEY=VALUE (fields merged into the provider's config file)",
+    "kubeconfig": "nothing: the provider writes the kubelet's kubeconfig",
+    "root-dir": "nothing: the suites rely on /var/lib/kubelet",
+    "hostname-override": "nothing: the node's name is the provider's",
+    "node-ip": "nothing: the node's address is the provider's",
+}
+# KubeletConfiguration fields with a knob of their own.
+OWNED_KUBELET_FIELDS = {
+    "featureGates": "--feature-gates kubelet:NAME=true",
+    "logging.verbosity": "--kubelet-verbosity N",
+}
+_GATE = re.compile(r"(?:(?P<component>[a-z-]+):)?(?P<name>[A-Za-z][A-Za-z0-9]*)=(?P<value>[A-Za-z]+)")
+_FLAG = re.compile(r"--(?P<name>[a-z0-9][a-z0-9-]*)(?:=(?P<value>.*))?", re.DOTALL)
+# How a component refuses a gate at start-up (k8s.io/component-base featuregate/feature_gate.go, SetFromMap)
+# and the kubelet an unknown flag (spf13/pflag, failed to parse).
+_REFUSED_GATE = re.compile(
+    r"unrecognized feature gate: (?P<name>[A-Za-z0-9]+)"
+    r"|cannot set feature gate (?P<locked>[A-Za-z0-9]+) to \S+, feature is locked to \S+"
+    r"|(?P<dependent>[A-Za-z0-9]+) is enabled, but depends on features that are disabled: \[(?P<deps>[A-Za-z0-9 ]*)\]"
+)
+_UNKNOWN_FLAG = re.compile(r"unknown flag: --(?P<name>[a-z0-9-]+)")
+
 
 @dataclass(frozen=True)
 class Knob:
@@ -39,6 +84,7 @@ class Knob:
     env: str | None
     help: str
     flag: bool = False  # a store_true option; the variable counts as set unless empty or "0"
+    repeat: bool = False  # an option given any number of times; its variable holds shell words
 
     def help_text(self) -> str:
         return f"{self.help} (env {self.env})" if self.env else self.help
@@ -167,6 +213,38 @@ KNOBS: dict[str, Knob] = {
             "and prints how to load it into the nodes)",
         ),
         Knob(
+            "kubelet_verbosity",
+            "--kubelet-verbosity",
+            "KUBELET_VERBOSITY",
+            f"the kubelet's log verbosity, klog's --v (default {DEFAULT_KUBELET_VERBOSITY}: the suites read V(2) "
+            "lines; the device manager's and DRA manager's decisive lines are V(3)/V(4)); local and kind providers",
+        ),
+        Knob(
+            "feature_gates",
+            "--feature-gates",
+            "FEATURE_GATES",
+            "feature gates on top of what the version needs: [COMPONENT:]NAME=true|false,... with COMPONENT one of "
+            "kubelet, apiserver, controller-manager, scheduler (no COMPONENT: all four); repeatable; local and kind "
+            "providers",
+            repeat=True,
+        ),
+        Knob(
+            "kubelet_args",
+            "--kubelet-arg",
+            "KUBELET_ARGS",
+            "an extra kubelet flag, --NAME=VALUE (repeatable; the variable: shell words); local and kind providers",
+            repeat=True,
+        ),
+        Knob(
+            "kubelet_config",
+            "--kubelet-config",
+            "KUBELET_CONFIG",
+            "a KubeletConfiguration field, KEY=VALUE merged into the config the provider writes (KEY a dotted path, "
+            "e.g. logging.format=json; VALUE read as YAML: 10, true, {a: b}); repeatable (the variable: shell "
+            "words); local and kind providers",
+            repeat=True,
+        ),
+        Knob(
             "containerd_version",
             None,
             "CONTAINERD_VERSION",
@@ -211,9 +289,108 @@ DEFAULT = Source("default")
 class Setting(Generic[T]):
     value: T
     source: Source
+    raw: str = field(default="", compare=False)  # the text the user gave, where messages quote it
 
     def __str__(self) -> str:
         return f"{self.value} ({self.source})"
+
+
+@dataclass(frozen=True)
+class ComponentKnobs:
+    """What the user asked of the components beyond what the version needs: the kubelet's verbosity, feature
+    gates per component, extra kubelet flags and KubeletConfiguration fields. The providers render them
+    (providers/local/components.py and configs.py, providers/kind/config.py); `shown` holds each knob as the
+    user wrote it, for the error when a component refuses it."""
+
+    kubelet_verbosity: int = DEFAULT_KUBELET_VERBOSITY
+    # component (COMPONENTS) -> gate -> on; a gate given without a component is under each of the four
+    feature_gates: Mapping[str, Mapping[str, bool]] = field(default_factory=dict)
+    kubelet_args: tuple[str, ...] = ()
+    kubelet_config: Mapping[str, object] = field(default_factory=dict)  # nested, as in the YAML file
+    shown: Mapping[str, str] = field(default_factory=dict)  # knob name -> e.g. "--feature-gates 'Foo=true'"
+
+    def user_gates(self, component: str) -> dict[str, bool]:
+        return dict(sorted(self.feature_gates.get(component, {}).items()))
+
+    def gates(self, component: str, base: Mapping[str, bool]) -> dict[str, bool]:
+        """The gates `component` runs with: the version's (`base`), then the user's over them."""
+        return dict(sorted({**base, **self.user_gates(component)}.items()))
+
+    def gates_flag(self, component: str, base: Mapping[str, bool]) -> list[str]:
+        gates = self.gates(component, base)
+        if not gates:
+            return []
+        return ["--feature-gates=" + ",".join(f"{name}={str(on).lower()}" for name, on in gates.items())]
+
+    def merged_kubelet_config(self, config: Mapping[str, object]) -> dict[str, object]:
+        """`config` with the user's fields merged in (maps merged key by key, anything else replaced)."""
+        return deep_merge(config, self.kubelet_config)
+
+    def refusal(self, component: str, log: str) -> BadInput | None:
+        """BadInput naming the knob when `log` (the component's output) shows it refused at start-up a gate or a
+        flag the user gave it; None when the failure is not one of theirs."""
+        for match in _REFUSED_GATE.finditer(log):
+            # A gate the user set, or (the dependency check, featuregate.go Validate) one the user turned off
+            # that an enabled gate depends on.
+            names = [match.group("name") or match.group("locked") or match.group("dependent")]
+            names += (match.group("deps") or "").split()
+            name = next((n for n in names if n in self.feature_gates.get(component, {})), None)
+            if name is not None:
+                line = next(line for line in log.splitlines() if match.group(0) in line).strip()
+                return BadInput(
+                    f"{self.shown.get('feature_gates', '--feature-gates')}: {component} refuses gate {name} at "
+                    f"start-up: {match.group(0)}\n  {component}: {line}",
+                    f"drop {name} from the gates of {component}, or test a release whose {component} knows it "
+                    "(pkg/features/kube_features.go of that release lists its gates)",
+                )
+        if component == "kubelet":
+            given = {flag.group("name") for flag in map(_FLAG.fullmatch, self.kubelet_args) if flag is not None}
+            for match in _UNKNOWN_FLAG.finditer(log):
+                if match.group("name") in given:
+                    return BadInput(
+                        f"{self.shown.get('kubelet_args', '--kubelet-arg')}: the kubelet refuses it at start-up: "
+                        f"{match.group(0)}",
+                        "drop the flag, or pass one `kubelet --help` of this release lists (a config-file field "
+                        "goes through --kubelet-config KEY=VALUE)",
+                    )
+        return None
+
+    def describe(self) -> list[str]:
+        """The knobs for the report header, one phrase each."""
+        gates = [
+            f"{component}: " + ",".join(f"{n}={str(v).lower()}" for n, v in self.user_gates(component).items())
+            for component in COMPONENTS
+            if self.feature_gates.get(component)
+        ]
+        config = ", ".join(f"{k}={v}" for k, v in _flatten(self.kubelet_config))
+        return [
+            f"kubelet --v={self.kubelet_verbosity}",
+            "feature gates " + ("; ".join(gates) if gates else "as the version needs"),
+            "kubelet args " + (" ".join(self.kubelet_args) if self.kubelet_args else "none"),
+            "kubelet config " + (config or "as the provider writes it"),
+        ]
+
+
+DEFAULT_KNOBS = ComponentKnobs()
+
+
+def deep_merge(base: Mapping[str, object], over: Mapping[str, object]) -> dict[str, object]:
+    """`base` with `over` on top: nested maps merged key by key, any other value replaced."""
+    merged = dict(base)
+    for key, value in over.items():
+        old = merged.get(key)
+        merged[key] = deep_merge(old, value) if isinstance(old, Mapping) and isinstance(value, Mapping) else value
+    return merged
+
+
+def _flatten(config: Mapping[str, object], prefix: str = "") -> list[tuple[str, object]]:
+    pairs: list[tuple[str, object]] = []
+    for key, value in config.items():
+        if isinstance(value, Mapping) and value:
+            pairs += _flatten(value, f"{prefix}{key}.")
+        else:
+            pairs.append((f"{prefix}{key}", value))
+    return pairs
 
 
 @dataclass(frozen=True)
@@ -236,6 +413,38 @@ class Settings:
     # --provider existing: the nodes the suite may disturb through its node agent (None: none, node tests skip).
     allow_node_disruption: Setting[tuple[str, ...] | None] = Setting(None, Source("default"))
     node_agent_image: Setting[str | None] = Setting(None, Source("default"))
+    # What the user asks of the components (local and kind providers): ComponentKnobs' parts, each with its source.
+    kubelet_verbosity: Setting[int] = Setting(DEFAULT_KUBELET_VERBOSITY, Source("default"))
+    feature_gates: Setting[Mapping[str, Mapping[str, bool]]] = Setting({}, Source("default"))
+    kubelet_args: Setting[tuple[str, ...]] = Setting((), Source("default"))
+    kubelet_config: Setting[Mapping[str, object]] = Setting({}, Source("default"))
+
+    def component_knobs(self) -> ComponentKnobs:
+        return ComponentKnobs(
+            kubelet_verbosity=self.kubelet_verbosity.value,
+            feature_gates=self.feature_gates.value,
+            kubelet_args=self.kubelet_args.value,
+            kubelet_config=self.kubelet_config.value,
+            shown={
+                name: _shown(getattr(self, name))
+                for name in ("kubelet_verbosity", "feature_gates", "kubelet_args", "kubelet_config")
+                if getattr(self, name).source != DEFAULT
+            },
+        )
+
+    def knobs_header(self) -> str:
+        """The component knobs for the report header, each with where it came from."""
+        knobs = self.component_knobs().describe()
+        sources = [self.kubelet_verbosity, self.feature_gates, self.kubelet_args, self.kubelet_config]
+        return "; ".join(f"{text} ({setting.source})" for text, setting in zip(knobs, sources, strict=True))
+
+
+def _shown(setting: Setting[object]) -> str:
+    """A knob as the user gave it, e.g. `--feature-gates 'kubelet:Foo=true'` or `FEATURE_GATES='Foo=true'
+    (environment)`."""
+    if setting.source.kind == "option":
+        return " ".join(setting.source.shows(value) for value in (setting.raw or str(setting.value)).split("\n"))
+    return setting.source.shows(setting.raw or str(setting.value))
 
 
 def resolve(
@@ -324,7 +533,150 @@ class _Resolver:
             vendor=self.vendor(provider),
             allow_node_disruption=self.allow_node_disruption(provider),
             node_agent_image=self.node_agent_image(provider),
+            **self.component_knobs(provider),
         )
+
+    # -- component knobs ------------------------------------------------------------------------------------
+    def words(self, name: str) -> tuple[list[str], str, Source]:
+        """A repeatable knob: every value of its option, else its variable's shell words; and the raw text."""
+        knob = KNOBS[name]
+        given = self.options.get(name)
+        values = [given] if isinstance(given, str) else [str(v) for v in given] if isinstance(given, list) else []
+        if values:
+            source = Source("option", self.names.get(name, knob.option or ""))
+            return values, "\n".join(values), source  # _shown() writes the option once per value
+        text = self.environ.get(knob.env or "", "")
+        if not text.strip():
+            return [], "", DEFAULT
+        source = Source("environment", knob.env or "")
+        try:
+            return shlex.split(text), text, source
+        except ValueError as exc:
+            raise BadInput(
+                f"{source.shows(text)} is not shell words: {exc}", f"quote each word as a shell would; {source.undo()}"
+            ) from None
+
+    def component_knobs(self, provider: Setting[str]) -> dict[str, Setting[object]]:
+        knobs: dict[str, Setting[object]] = {
+            "kubelet_verbosity": self.kubelet_verbosity(),
+            "feature_gates": self.feature_gates(),
+            "kubelet_args": self.kubelet_args(),
+            "kubelet_config": self.kubelet_config(),
+        }
+        given = [setting for setting in knobs.values() if setting.source != DEFAULT]
+        reused, reused_source = self.raw("kind_cluster")
+        if given and provider.value == "kind" and reused is not None:
+            raise BadInput(
+                f"{_shown(given[0])} configures the components of the cluster the suite creates, and "
+                f"{reused_source.shows(reused)} reuses a kind cluster that runs as it was created",
+                f"drop the kind cluster to have one created with the knobs, or recreate yours with them; "
+                f"{given[0].source.undo()}",
+            )
+        if given and provider.value == "existing":
+            raise BadInput(
+                f"{_shown(given[0])} configures the components the suite starts, and provider "
+                f"existing ({provider.source}) starts none: the cluster runs as it was set up",
+                f"configure the cluster's kubelet yourself, or use --provider local or kind; {given[0].source.undo()}",
+            )
+        return knobs
+
+    def kubelet_verbosity(self) -> Setting[object]:
+        text, source = self.raw("kubelet_verbosity")
+        if text is None:
+            return Setting(DEFAULT_KUBELET_VERBOSITY, DEFAULT)
+        if not re.fullmatch(r"\d{1,2}", text.strip()):
+            raise BadInput(
+                f"{source.shows(text)} is not a log verbosity",
+                f"give klog's level, a whole number 0-99 (e.g. 4 for the device manager's V(4) lines); {source.undo()}",
+            )
+        return Setting(int(text), source, text)
+
+    def feature_gates(self) -> Setting[object]:
+        words, raw, source = self.words("feature_gates")
+        shown = _shown(Setting(None, source, raw))
+        gates: dict[str, dict[str, bool]] = {}
+        for entry in (e.strip() for word in words for e in word.split(",")):
+            if not entry:
+                continue
+            match = _GATE.fullmatch(entry)
+            value = (match.group("value").lower() if match else "") in ("true", "false")
+            if match is None or not value:
+                raise BadInput(
+                    f"{shown}: {entry!r} is not [COMPONENT:]NAME=true|false",
+                    "write e.g. kubelet:DRAResourceHealthStatus=true,apiserver:Foo=false (no COMPONENT: all four "
+                    f"components); {source.undo()}",
+                )
+            named = match.group("component")
+            if named is not None and named not in COMPONENT_ALIASES:
+                raise BadInput(
+                    f"{shown}: {named!r} is not a component",
+                    f"use one of: kubelet, apiserver, controller-manager, scheduler; {source.undo()}",
+                )
+            on = match.group("value").lower() == "true"
+            for component in (COMPONENT_ALIASES[named],) if named else COMPONENTS:
+                gates.setdefault(component, {})[match.group("name")] = on
+        if not gates:
+            return Setting({}, DEFAULT)
+        return Setting({c: gates[c] for c in COMPONENTS if c in gates}, source, raw)
+
+    def kubelet_args(self) -> Setting[object]:
+        words, raw, source = self.words("kubelet_args")
+        shown = _shown(Setting(None, source, raw))
+        for word in words:
+            match = _FLAG.fullmatch(word)
+            if match is None:
+                raise BadInput(
+                    f"{shown}: {word!r} is not a flag --NAME or --NAME=VALUE",
+                    f"give each flag in one word, e.g. --kubelet-arg=--node-status-max-images=10; {source.undo()}",
+                )
+            instead = OWNED_KUBELET_FLAGS.get(match.group("name"))
+            if instead is not None:
+                raise BadInput(
+                    f"{shown}: the provider sets the kubelet's --{match.group('name')} itself",
+                    f"use {instead}; {source.undo()}",
+                )
+        if not words:
+            return Setting((), DEFAULT)
+        return Setting(tuple(words), source, raw)
+
+    def kubelet_config(self) -> Setting[object]:
+        words, raw, source = self.words("kubelet_config")
+        shown = _shown(Setting(None, source, raw))
+        config: dict[str, object] = {}
+        for word in words:
+            key, eq, text = word.partition("=")
+            path = key.strip().split(".")
+            if not eq or not all(path):
+                raise BadInput(
+                    f"{shown}: {word!r} is not KEY=VALUE",
+                    f"e.g. --kubelet-config maxPods=20 or --kubelet-config logging.format=json; {source.undo()}",
+                )
+            for owned, instead in OWNED_KUBELET_FIELDS.items():
+                if ".".join(path) == owned or ".".join(path).startswith(owned + "."):
+                    raise BadInput(f"{shown}: {owned} has a knob of its own", f"use {instead}; {source.undo()}")
+            try:
+                value = yaml.safe_load(text) if text.strip() else ""
+            except yaml.YAMLError as exc:
+                problem = str(exc).replace("\n", " ")
+                raise BadInput(
+                    f"{shown}: the value of {key} is not YAML: {problem}",
+                    f"write a YAML value: 20, true, 1m, {{a: b}}; {source.undo()}",
+                ) from None
+            target = config
+            for part in path[:-1]:
+                inner = target.setdefault(part, {})
+                if not isinstance(inner, dict):
+                    raise BadInput(
+                        f"{shown}: {key} goes inside {part}, which is given a value of its own",
+                        f"give {part} once, as a map or field by field; {source.undo()}",
+                    )
+                target = inner
+            target[path[-1]] = deep_merge(target[path[-1]], value) if (
+                isinstance(target.get(path[-1]), dict) and isinstance(value, dict)
+            ) else value  # fmt: skip
+        if not config:
+            return Setting({}, DEFAULT)
+        return Setting(config, source, raw)
 
     def k8s_source(self, bin_dir: Setting[Path | None]) -> Setting[Path | None]:
         source = self.parsed("k8s_source", Path, None)

@@ -27,7 +27,7 @@ import re
 import os
 from pathlib import Path
 
-from device_conformance.errors import ConformanceError
+from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.fixtures.session import PLAN, SessionPlan, session_settings
 from device_conformance.providers.base import ClusterHandle
@@ -51,6 +51,10 @@ class FakeProvider:
         self.ups += 1
         self._event(f"up {self.ups}")
         failures = FAILURES.get(self.worker, 0)
+        if failures == "refused":
+            raise BadInput(
+                "--feature-gates 'apiserver:Foo=true': kube-apiserver refuses gate Foo at start-up", "drop Foo"
+            )
         if failures == "down fails" or self.ups <= failures:
             raise ConformanceError(f"port 2379 taken (bring-up {self.ups})\\nmore detail")
         return ClusterHandle("c", "fake", Path("/nonexistent"), KubeVersion.parse("1.37.1"))
@@ -269,4 +273,19 @@ def test_when_every_worker_lost_its_cluster_they_still_take_the_groups_so_the_ru
         [[2, 3], [6, 7]],
         False,
         False,
+    )
+
+
+def test_a_bring_up_refusing_the_users_input_is_not_tried_again_and_stops_as_a_usage_error(pytester, monkeypatch):
+    """A component refusing a knob (settings.ComponentKnobs.refusal) would refuse it at every bring-up."""
+    result = run(pytester, monkeypatch, {"main": "refused"})
+    assert result.ret == 4
+    assert events(pytester, "main") == [
+        "up 1",
+        "journal: main: cluster bring-up 1 of 2 failed after 0.0 s: --feature-gates 'apiserver:Foo=true': "
+        "kube-apiserver refuses gate Foo at start-up",
+        "down",
+    ]
+    result.stdout.fnmatch_lines(
+        ["*device-conformance settings: --feature-gates 'apiserver:Foo=true': kube-apiserver refuses gate Foo*"]
     )

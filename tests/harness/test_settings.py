@@ -29,6 +29,10 @@ OPTIONS = {
     "--vendor-daemonset": "VENDOR_DAEMONSET",
     "--allow-node-disruption": "ALLOW_NODE_DISRUPTION",
     "--node-agent-image": "NODE_AGENT_IMAGE",
+    "--kubelet-verbosity": "KUBELET_VERBOSITY",
+    "--feature-gates": "FEATURE_GATES",
+    "--kubelet-arg": "KUBELET_ARGS",
+    "--kubelet-config": "KUBELET_CONFIG",
 }
 
 

@@ -173,3 +173,41 @@ def test_kind_merges_restrict_oom_score_adj_into_the_nodes_containerd_config(val
     assert "restrict_oom_score_adj = true" in cri
     registry = view.containerd.split('[plugins."io.containerd.grpc.v1.cri".registry]', 1)[1].split("\n[", 1)[0]
     assert 'config_path = "/etc/containerd/certs.d"' in registry
+
+
+@pytest.mark.kind
+@pytest.mark.parametrize("version", ["1.35.8", "1.37.1"])  # kubeadm v1beta3 (extraArgs a map), v1beta4 (a list)
+def test_kind_gives_each_component_the_knobs_it_was_asked(validator, layout, version):
+    """The knobs' kubeadm patches as kind 0.33 merges them (pkg/internal/patch/kubeadm_merge.go): each
+    control-plane component's whole --feature-gates, the kubelet's gates, verbosity and fields in its
+    KubeletConfiguration, its extra flags in kubeletExtraArgs beside kind's own, on every node."""
+    from device_conformance.settings import resolve
+
+    parsed = KubeVersion.parse(version)
+    given = {
+        "kubelet_verbosity": "4",
+        "feature_gates": ["kubelet:ResourceHealthStatusMessage=false,apiserver:Foo=true"],
+        "kubelet_args": ["--node-status-max-images=7"],
+        "kubelet_config": ["maxPods=50"],
+    }
+    knobs = resolve(given, {}).component_knobs()
+    rendered = config.render(parsed, layout, f"kindest/node:v{version}", "two-nodes", knobs=knobs)
+    view = validator.check(config.write(rendered, layout.config_file), parsed.tag)
+    version_gates = settings_for(parsed).feature_gates
+    as_flag = ",".join(f"{k}={str(v).lower()}" for k, v in sorted(version_gates.items()))
+    for node in view.nodes:
+        docs = _kubeadm_docs(node.kubeadm)
+        cluster = docs["ClusterConfiguration"]
+        assert _extra_args(cluster["apiServer"])["feature-gates"] == ",".join(
+            f"{k}={str(v).lower()}" for k, v in sorted({**version_gates, "Foo": True}.items())
+        )
+        for component in ("controllerManager", "scheduler"):
+            assert _extra_args(cluster[component]).get("feature-gates", "") == as_flag, component
+        kubelet = docs["KubeletConfiguration"]
+        assert kubelet["featureGates"] == {**version_gates, "ResourceHealthStatusMessage": False}
+        assert kubelet["logging"]["verbosity"] == 4
+        assert kubelet["maxPods"] == 50
+        registration = docs["InitConfiguration" if node.role == "control-plane" else "JoinConfiguration"]
+        extra = _extra_args({"extraArgs": registration["nodeRegistration"]["kubeletExtraArgs"]})
+        assert extra["node-status-max-images"] == "7"
+        assert {"node-ip", "provider-id", "node-labels"} <= set(extra)  # kind's own, kept

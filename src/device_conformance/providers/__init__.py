@@ -22,6 +22,7 @@ def make_provider(settings: Settings, *, log: Callable[[str], None], artifacts: 
             source_tree=settings.k8s_source.value,
             containerd_version=settings.containerd_version.value,
             kubelet_version=settings.kubelet_version.value,
+            knobs=settings.component_knobs(),
             log=log,
         )
     if name == "existing":
@@ -41,6 +42,7 @@ def make_provider(settings: Settings, *, log: Callable[[str], None], artifacts: 
             cluster_name=settings.kind_cluster.value,
             image=settings.kind_image.value,
             profile=settings.kind_profile.value,
+            knobs=settings.component_knobs(),
             artifacts=artifacts,
             log=log,
         )

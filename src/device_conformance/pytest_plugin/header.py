@@ -42,6 +42,7 @@ def header_lines(settings: Settings) -> list[str]:
     else:
         lines += _local_lines(settings)
     if provider != "existing":
+        lines.append(f"  components: {settings.knobs_header()}")
         upgrade = settings.upgrade_from.value
         lines.append(
             f"  upgrade tests start from kubelet {upgrade.tag} ({settings.upgrade_from.source}): "

@@ -25,6 +25,8 @@ def add_options(parser: pytest.Parser) -> None:
             continue
         if knob.flag:
             group.addoption(knob.option, action="store_true", default=None, help=knob.help_text())
+        elif knob.repeat:
+            group.addoption(knob.option, action="append", default=None, help=knob.help_text())
         else:
             group.addoption(knob.option, default=None, help=knob.help_text())
     group.addoption(

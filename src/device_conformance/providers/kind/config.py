@@ -16,6 +16,7 @@ from device_conformance.errors import BadInput
 from device_conformance.expectations.cluster import ComponentSettings, settings_for
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind.layout import KindLayout
+from device_conformance.settings import COMPONENTS, DEFAULT_KNOBS, DEFAULT_KUBELET_VERBOSITY, ComponentKnobs
 
 DEFAULT_PROFILE = "single-node"
 # Where the host's capability bounding set lacks CAP_SYS_RESOURCE (these VMs; dockerd.py's runc wrapper
@@ -67,20 +68,72 @@ def runtime_config(settings: ComponentSettings) -> dict[str, str]:
 
 # What the suites assume of every provider's kubelet. Timeouts (timeouts.NODE_STATUS_UPDATE_FREQUENCY; the
 # local provider sets the same in providers/local/configs.py): capacity/allocatable changes posted within a
-# second, not in the default 10 s loop. Log verbosity 2, as the local provider's --v=2
+# second, not in the default 10 s loop. Log verbosity 2 (settings.DEFAULT_KUBELET_VERBOSITY; --kubelet-verbosity
+# sets another, kubelet_patch), as the local provider's --v
 # (providers/local/components.py): tests read lines the kubelet logs at V(2), e.g. the DRA plugin manager's
 # "Connection changed" (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, wait/dra.for_kubelet_connection);
 # kind's kubelet runs at the default 0 otherwise.
-KUBELET_BASE = {"nodeStatusUpdateFrequency": "1s", "nodeStatusReportFrequency": "1m", "logging": {"verbosity": 2}}
+KUBELET_BASE = {
+    "nodeStatusUpdateFrequency": "1s",
+    "nodeStatusReportFrequency": "1m",
+    "logging": {"verbosity": DEFAULT_KUBELET_VERBOSITY},
+}
 
 
-def kubelet_patch(settings: ComponentSettings) -> str:
+def kubelet_patch(settings: ComponentSettings, knobs: ComponentKnobs = DEFAULT_KNOBS) -> str:
     """An unversioned KubeletConfiguration patch (kind applies it for v1beta3 and v1beta4 alike).
 
     kubeadm takes the KubeletConfiguration of the first node for every node (kind#3849), so kubelet
-    settings are cluster-wide, which is what we want."""
-    merged = {**KUBELET_BASE, **settings.kubelet_config}
+    settings are cluster-wide, which is what we want. The user's knobs: the verbosity as logging.verbosity,
+    the kubelet's own gates as featureGates (a merge patch: they join the version's gates kind writes from the
+    top-level featureGates), the fields of --kubelet-config merged last (maps key by key, as kind merges the
+    patch into its own KubeletConfiguration: e.g. evictionHard keeps kind's entries beside the user's)."""
+    base: dict[str, object] = {**KUBELET_BASE, "logging": {"verbosity": knobs.kubelet_verbosity}}
+    merged = knobs.merged_kubelet_config({**base, **settings.kubelet_config})
+    gates = knobs.user_gates("kubelet")
+    if gates:
+        merged["featureGates"] = gates
     return yaml.safe_dump({"kind": "KubeletConfiguration", **merged}, sort_keys=True)
+
+
+# kubeadm's ClusterConfiguration key of each control-plane component's settings.
+KUBEADM_COMPONENT_KEYS = {
+    "kube-apiserver": "apiServer",
+    "kube-controller-manager": "controllerManager",
+    "kube-scheduler": "scheduler",
+}
+
+
+def control_plane_gates_patch(settings: ComponentSettings, knobs: ComponentKnobs) -> str | None:
+    """An unversioned ClusterConfiguration patch giving each control-plane component the user asked gates of
+    its whole --feature-gates: the version's (what kind writes there from the top-level featureGates) and the
+    user's. Written in v1beta3's map form: kind 0.33 merges extraArgs by name into v1beta4's list
+    (pkg/internal/patch/kubeadm_merge.go, mergeExtraArgs) and merge-patches v1beta3's map. None: none asked."""
+    patch: dict[str, object] = {}
+    for component in COMPONENTS:
+        if component == "kubelet" or not knobs.user_gates(component):
+            continue
+        flag = knobs.gates_flag(component, settings.feature_gates)[0].removeprefix("--feature-gates=")
+        patch[KUBEADM_COMPONENT_KEYS[component]] = {"extraArgs": {"feature-gates": flag}}
+    if not patch:
+        return None
+    return yaml.safe_dump({"kind": "ClusterConfiguration", **patch}, sort_keys=True)
+
+
+def kubelet_args_patches(knobs: ComponentKnobs) -> list[str]:
+    """Unversioned InitConfiguration and JoinConfiguration patches (the first node's and the others') adding the
+    user's kubelet flags to nodeRegistration.kubeletExtraArgs, beside kind's node-ip, provider-id and
+    node-labels (merged by name, as for extraArgs). A flag without a value is given as NAME=true."""
+    if not knobs.kubelet_args:
+        return []
+    args: dict[str, str] = {}
+    for arg in knobs.kubelet_args:
+        name, eq, value = arg.removeprefix("--").partition("=")
+        args[name] = value if eq else "true"
+    return [
+        yaml.safe_dump({"kind": kind, "nodeRegistration": {"kubeletExtraArgs": args}}, sort_keys=True)
+        for kind in ("InitConfiguration", "JoinConfiguration")
+    ]
 
 
 def render(
@@ -90,10 +143,12 @@ def render(
     profile: str = DEFAULT_PROFILE,
     *,
     host_lacks: Sequence[str] = (),
+    knobs: ComponentKnobs = DEFAULT_KNOBS,
 ) -> dict:
     """The kind config (as data) for a cluster of `version` laid out under `layout`.
 
-    `host_lacks`: capabilities the host's bounding set lacks (dockerd.host_missing_capabilities())."""
+    `host_lacks`: capabilities the host's bounding set lacks (dockerd.host_missing_capabilities()); `knobs`: what
+    the user asks of the components (settings.ComponentKnobs), as kubeadm config patches."""
     config = _template("base")
     config["containerdConfigPatches"] = [*config.get("containerdConfigPatches", []), REGISTRY_PATCH]
     if "CAP_SYS_RESOURCE" in host_lacks:
@@ -107,7 +162,13 @@ def render(
         config["featureGates"] = dict(sorted(settings.feature_gates.items()))
     if settings.runtime_config:
         config["runtimeConfig"] = runtime_config(settings)
-    config["kubeadmConfigPatches"] = [*config.get("kubeadmConfigPatches", []), kubelet_patch(settings)]
+    gates = control_plane_gates_patch(settings, knobs)
+    config["kubeadmConfigPatches"] = [
+        *config.get("kubeadmConfigPatches", []),
+        kubelet_patch(settings, knobs),
+        *([gates] if gates else []),
+        *kubelet_args_patches(knobs),
+    ]
     rendered_nodes = []
     for index, node in enumerate(nodes):
         mounts = [

@@ -25,6 +25,7 @@ from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout, ki
 from device_conformance.providers.kind.node import KindNode
 from device_conformance.providers.kind.preflight import preflight
 from device_conformance.providers.kind.state import KindState, all_layouts, remove_host_dirs
+from device_conformance.settings import DEFAULT_KNOBS, ComponentKnobs
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.toolchain.images.build import Image, build_images
 from device_conformance.wait.kube import for_node_ready
@@ -45,8 +46,10 @@ class KindProvider:
         artifacts: Path | None = None,
         docker: Docker | None = None,
         log: Log = print,
+        knobs: ComponentKnobs = DEFAULT_KNOBS,
     ) -> None:
         self.version = version
+        self.knobs = knobs  # the components' knobs (settings.ComponentKnobs), rendered as kubeadm patches
         self.requested_name = cluster_name
         self.image = image or default_node_image(version)
         self.profile = profile or config.DEFAULT_PROFILE
@@ -122,7 +125,12 @@ class KindProvider:
         assert self.cli is not None
         layout = KindLayout.for_cluster(name)
         rendered = config.render(
-            self.version, layout, self.image, self.profile, host_lacks=dockerd.host_missing_capabilities()
+            self.version,
+            layout,
+            self.image,
+            self.profile,
+            host_lacks=dockerd.host_missing_capabilities(),
+            knobs=self.knobs,
         )
         for index in range(len(rendered["nodes"])):
             for host_dir in layout.node_mounts(index).values():

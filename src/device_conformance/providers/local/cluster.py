@@ -30,6 +30,7 @@ from device_conformance.providers.local.pki import Pki, generate_pki, write_kube
 from device_conformance.providers.local.processes import RUN_ENV, ProcessRecord, exit_reason, spawn
 from device_conformance.providers.local.state import RunState
 from device_conformance.providers.local.teardown import teardown
+from device_conformance.settings import DEFAULT_KNOBS, ComponentKnobs
 from device_conformance.toolchain.binaries import KubernetesBinaries
 from device_conformance.toolchain.containerd import ContainerdBinaries
 from device_conformance.toolchain.images.build import PAUSE_IMAGE, Image
@@ -40,6 +41,8 @@ Log = Callable[[str], None]
 # Components start for as long as they make progress (CPU, their log): wait/progress.py.
 STARTUP_BUDGET = Budget(timeouts.COMPONENT_START_STALL, timeouts.COMPONENT_START_CEILING)
 IMPORT_BUDGET = Budget(timeouts.IMAGE_IMPORT_STALL, timeouts.IMAGE_IMPORT_CEILING)
+# How much of a component's log that died at start-up is searched for the refusal of a user's gate or flag.
+REFUSAL_LOG_LINES = 200
 
 
 class LocalCluster:
@@ -50,6 +53,7 @@ class LocalCluster:
         binaries: KubernetesBinaries,
         containerd: ContainerdBinaries,
         node_kubelet: tuple[Path, KubeVersion] | None = None,
+        knobs: ComponentKnobs = DEFAULT_KNOBS,
     ) -> None:
         self.layout = layout
         self.state = state
@@ -63,6 +67,9 @@ class LocalCluster:
         )
         # The node's own kubelet (binary, release) when it is not the control plane's (KUBELET_VERSION).
         self.node_kubelet = node_kubelet
+        # What the user asks of the components beyond the version's settings (--kubelet-verbosity, --feature-gates,
+        # --kubelet-arg, --kubelet-config): every start of a component, the kubelet's restarts too.
+        self.knobs = knobs
         self._kubelet_version: KubeVersion | None = None
 
     # ---- bring-up -------------------------------------------------------------------------
@@ -74,6 +81,7 @@ class LocalCluster:
         images: list[Image],
         log: Log = print,
         node_kubelet: tuple[Path, KubeVersion] | None = None,
+        knobs: ComponentKnobs = DEFAULT_KNOBS,
     ) -> LocalCluster:
         run_id = "r" + secrets.token_hex(3)
         layout = RunLayout.for_run(run_id)
@@ -94,7 +102,7 @@ class LocalCluster:
             state.binaries_dir = str(binaries.directory)
             state.containerd_dir = str(containerd.directory)
             state.save(layout)
-            cluster = cls(layout, state, binaries, containerd, node_kubelet)
+            cluster = cls(layout, state, binaries, containerd, node_kubelet, knobs)
             cluster._bring_up(images, log)
         except BaseException:
             if layout.root.exists():
@@ -156,6 +164,10 @@ class LocalCluster:
                 budget=budget,
             )
         except (Abort, ConformanceError) as exc:
+            # A gate or flag of the user's that the component refused: the user's input, named as such.
+            refused = self.knobs.refusal(name, self.log_tail(name, lines=REFUSAL_LOG_LINES))
+            if refused is not None:
+                raise refused from None
             raise ConformanceError(
                 f"{exc}\nlog tail of {name} ({self.layout.log(name)}):\n{self.log_tail(name)}"
             ) from None
@@ -172,6 +184,7 @@ class LocalCluster:
             self.ports,
             self.settings,
             audit=(audit_policy, self.layout.audit_log),
+            knobs=self.knobs,
         )
         self._start("kube-apiserver", apiserver)
         self._wait_healthy(
@@ -184,13 +197,23 @@ class LocalCluster:
         self._start(
             "kube-controller-manager",
             components.controller_manager_argv(
-                self.binaries.path("kube-controller-manager"), self.pki, self.ports, kcm_kubeconfig, self.settings
+                self.binaries.path("kube-controller-manager"),
+                self.pki,
+                self.ports,
+                kcm_kubeconfig,
+                self.settings,
+                knobs=self.knobs,
             ),
         )
         self._start(
             "kube-scheduler",
             components.scheduler_argv(
-                self.binaries.path("kube-scheduler"), self.ports, scheduler_kubeconfig, scheduler_config, self.settings
+                self.binaries.path("kube-scheduler"),
+                self.ports,
+                scheduler_kubeconfig,
+                scheduler_config,
+                self.settings,
+                knobs=self.knobs,
             ),
         )
         self._wait_healthy(
@@ -295,6 +318,7 @@ class LocalCluster:
                 self.layout.containerd_socket,
                 self.state.cgroup_root,
                 settings,
+                knobs=self.knobs,
             )
         )
         argv = components.kubelet_argv(
@@ -304,6 +328,7 @@ class LocalCluster:
             self.state.node_name,
             self.node_ip,
             settings,
+            knobs=self.knobs,
         )
         process = self._start("kubelet", argv, in_node=True)
         self._kubelet_version = version or self.own_kubelet[1]

@@ -8,6 +8,7 @@ from device_conformance.expectations.cluster import ComponentSettings
 from device_conformance.providers.local.layout import RunLayout
 from device_conformance.providers.local.pki import Pki
 from device_conformance.providers.local.ports import Ports
+from device_conformance.settings import DEFAULT_KNOBS, ComponentKnobs
 
 SERVICE_CIDR = "10.0.0.0/24"
 
@@ -31,9 +32,15 @@ def etcd_argv(layout: RunLayout, ports: Ports) -> list[str]:
 
 
 def apiserver_argv(
-    binary: Path, pki: Pki, ports: Ports, settings: ComponentSettings, audit: tuple[Path, Path] | None = None
+    binary: Path,
+    pki: Pki,
+    ports: Ports,
+    settings: ComponentSettings,
+    audit: tuple[Path, Path] | None = None,
+    knobs: ComponentKnobs = DEFAULT_KNOBS,
 ) -> list[str]:
-    """audit: (policy file, log file) to write an audit log (configs.audit_policy), None for none."""
+    """audit: (policy file, log file) to write an audit log (configs.audit_policy), None for none. `knobs`: what
+    the user asks beyond the version's settings (settings.ComponentKnobs): here its gates for kube-apiserver."""
     argv = [
         str(binary),
         f"--etcd-servers=http://127.0.0.1:{ports.etcd_client}",
@@ -56,7 +63,7 @@ def apiserver_argv(
         # A loopback advertise address cannot back the kubernetes Service; nothing here needs it.
         "--endpoint-reconciler-type=none",
         "--profiling=false",
-        *settings.gates_flag(),
+        *knobs.gates_flag("kube-apiserver", settings.feature_gates),
     ]
     if settings.runtime_config:
         argv.append("--runtime-config=" + ",".join(settings.runtime_config))
@@ -75,7 +82,12 @@ def _client_flags(kubeconfig: Path) -> list[str]:
 
 
 def controller_manager_argv(
-    binary: Path, pki: Pki, ports: Ports, kubeconfig: Path, settings: ComponentSettings
+    binary: Path,
+    pki: Pki,
+    ports: Ports,
+    kubeconfig: Path,
+    settings: ComponentSettings,
+    knobs: ComponentKnobs = DEFAULT_KNOBS,
 ) -> list[str]:
     return [
         str(binary),
@@ -88,12 +100,17 @@ def controller_manager_argv(
         f"--service-cluster-ip-range={SERVICE_CIDR}",
         "--leader-elect=false",
         "--profiling=false",
-        *settings.gates_flag(),
+        *knobs.gates_flag("kube-controller-manager", settings.feature_gates),
     ]
 
 
 def scheduler_argv(
-    binary: Path, ports: Ports, kubeconfig: Path, config: Path, settings: ComponentSettings
+    binary: Path,
+    ports: Ports,
+    kubeconfig: Path,
+    config: Path,
+    settings: ComponentSettings,
+    knobs: ComponentKnobs = DEFAULT_KNOBS,
 ) -> list[str]:
     return [
         str(binary),
@@ -103,13 +120,21 @@ def scheduler_argv(
         "--bind-address=127.0.0.1",
         f"--secure-port={ports.scheduler}",
         "--profiling=false",
-        *settings.gates_flag(),
+        *knobs.gates_flag("kube-scheduler", settings.feature_gates),
     ]
 
 
 def kubelet_argv(
-    binary: Path, config: Path, kubeconfig: Path, node_name: str, node_ip: str, settings: ComponentSettings
+    binary: Path,
+    config: Path,
+    kubeconfig: Path,
+    node_name: str,
+    node_ip: str,
+    settings: ComponentSettings,
+    knobs: ComponentKnobs = DEFAULT_KNOBS,
 ) -> list[str]:
+    """The kubelet at the verbosity the session asks (--kubelet-verbosity, default 2: tests read V(2) lines), with
+    the version's gates and the user's, then the user's extra flags (--kubelet-arg) last."""
     return [
         str(binary),
         f"--config={config}",
@@ -117,8 +142,9 @@ def kubelet_argv(
         f"--hostname-override={node_name}",
         f"--node-ip={node_ip}",
         "--root-dir=/var/lib/kubelet",
-        "--v=2",
-        *settings.gates_flag(),
+        f"--v={knobs.kubelet_verbosity}",
+        *knobs.gates_flag("kubelet", settings.feature_gates),
+        *knobs.kubelet_args,
     ]
 
 

@@ -10,6 +10,7 @@ import yaml
 from device_conformance.expectations.cluster import ComponentSettings
 from device_conformance.kube import audit
 from device_conformance.providers.local.ports import Ports
+from device_conformance.settings import DEFAULT_KNOBS, ComponentKnobs
 
 CNI_BIN_DIR = "/usr/lib/cni"  # where Debian's containernetworking-plugins installs
 CDI_SPEC_DIR = "/var/run/cdi"  # a node-private path (layout.NODE_PRIVATE_PATHS)
@@ -102,8 +103,16 @@ def cni_conflist(network: str, bridge: str, subnet: str) -> str:
 
 
 def kubelet_config(
-    node_ip: str, ports: Ports, ca_file: Path, containerd_socket: Path, cgroup_root: str, settings: ComponentSettings
+    node_ip: str,
+    ports: Ports,
+    ca_file: Path,
+    containerd_socket: Path,
+    cgroup_root: str,
+    settings: ComponentSettings,
+    knobs: ComponentKnobs = DEFAULT_KNOBS,
 ) -> str:
+    """The KubeletConfiguration: what this host and the suites need, the version's fields, then the user's
+    (--kubelet-config, merged map by map) on top."""
     config: dict[str, object] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -139,7 +148,7 @@ def kubelet_config(
         "shutdownGracePeriod": "0s",
     }
     config.update(settings.kubelet_config)
-    return yaml.safe_dump(config, sort_keys=False)
+    return yaml.safe_dump(knobs.merged_kubelet_config(config), sort_keys=False)
 
 
 def scheduler_config(kubeconfig: Path) -> str:

@@ -13,6 +13,7 @@ from device_conformance.providers.local import host, ports
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.leftovers import clean_leftovers, journal
 from device_conformance.providers.local.node import LocalNode
+from device_conformance.settings import DEFAULT_KNOBS, ComponentKnobs
 from device_conformance.toolchain.binaries import KUBELET_ONLY, KubernetesBinaries, ensure_binaries
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.toolchain.containerd import DEFAULT_VERSION as DEFAULT_CONTAINERD
@@ -32,8 +33,10 @@ class LocalProvider:
         containerd_version: str = DEFAULT_CONTAINERD,
         source_tree: Path | None = None,
         kubelet_version: KubeVersion | None = None,
+        knobs: ComponentKnobs = DEFAULT_KNOBS,
     ) -> None:
         self.version = version
+        self.knobs = knobs  # the components' knobs (settings.ComponentKnobs)
         # The node's kubelet release when it is not the control plane's (settings.py, KUBELET_VERSION).
         self.kubelet_version = kubelet_version or version
         self.bin_dir = bin_dir
@@ -70,7 +73,9 @@ class LocalProvider:
         binaries, containerd, images = self._prepared
         kubelet = self._skewed_kubelet
         node_kubelet = (kubelet.path("kubelet"), kubelet.version) if kubelet is not None else None
-        self.cluster = LocalCluster.create(binaries, containerd, images, self.log, node_kubelet=node_kubelet)
+        self.cluster = LocalCluster.create(
+            binaries, containerd, images, self.log, node_kubelet=node_kubelet, knobs=self.knobs
+        )
         kube = Kube.from_kubeconfig(self.cluster.layout.kubeconfig)
         try:
             for_node_ready(kube, self.cluster.state.node_name)
