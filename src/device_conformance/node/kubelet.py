@@ -1,10 +1,12 @@
 """Kubelet control, written once for every provider over its KubeletService (node/transport.py):
 `node.kubelet.restart()`, `.stop()`, `.start()`, `.crash()`, `.freeze()` / `.thaw()`, `.stopped()`,
-health, pid and the kubelet's log."""
+health, pid, the kubelet's log, and its crashes as an outcome: `.wait_exited()`, `.stays_up()`."""
 
 from __future__ import annotations
 
+import re
 import signal
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +29,41 @@ CRASH_RESTART_TIMEOUT = 30
 LOG_TAIL_LINES = 40
 # A SIGSTOP takes effect at once; this only covers a /healthz request already in flight.
 FREEZE_TIMEOUT = 10
+# How often stays_up() and wait_exited() look at the kubelet (its supervisor's record and its pid: cheap).
+EXIT_POLL = 0.5
+# At most this many lines of a panic are quoted (the panic line, then the goroutine traces Go prints after it).
+PANIC_QUOTE_LINES = 60
+# Where a Go program's crash report starts, at the start of a line of the process's stderr: an unrecovered panic
+# (runtime/panic.go printpanics: "panic: ", "[recovered]" for a re-panic), a fatal error (runtime.throw: "fatal
+# error: "), a fatal signal (runtime/signal_unix.go sighandler: "SIGABRT: abort", "SIGQUIT: quit").
+_PANIC_START = re.compile(r"^(?:panic: |fatal error: |SIG[A-Z]+: )")
+
+
+class KubeletExited(ConformanceError, AssertionError):
+    """The kubelet exited while a test required it to stay up; pytest reports it as a failure. `report` is what
+    wait_exited() would return: how it ended and the panic quoted from its log."""
+
+    def __init__(self, message: str, report: str) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+def panic_quote(log: str, max_lines: int = PANIC_QUOTE_LINES) -> str | None:
+    """The last crash report in a kubelet's log, from its "panic: " (or "fatal error: ", "SIGABRT: abort") line
+    on: the panic message, then the "goroutine N [running]:" traces; None when the log has none. Longer ones are
+    cut after `max_lines` lines, saying how many were left out."""
+    lines = log.splitlines()
+    starts = [i for i, line in enumerate(lines) if _PANIC_START.match(line)]
+    if not starts:
+        return None
+    # A panic while panicking prints several "panic: " lines in a row: quote from the first of the last run.
+    first = starts[-1]
+    while first - 1 in starts or (first > 0 and lines[first - 1].startswith("\tpanic: ")):
+        first -= 1
+    quoted = lines[first:]
+    if len(quoted) > max_lines:
+        quoted = [*quoted[:max_lines], f"... ({len(quoted) - max_lines} more lines in the kubelet's log)"]
+    return "\n".join(quoted)
 
 
 class KubeletControl:
@@ -69,6 +106,65 @@ class KubeletControl:
             )
         except (Abort, WaitTimeout) as exc:
             raise ConformanceError(f"{exc}\n{self._log_tail()}") from None
+
+    # -- crashes ------------------------------------------------------------------------------
+    def wait_exited(self, timeout: float) -> str:
+        """Wait up to `timeout` seconds for the kubelet running now to exit; return how it ended and the panic
+        quoted from its log (the lines from "panic:" on, goroutine traces included) or that its log has none.
+        A kubelet its supervisor starts again (kind's systemd unit: Restart=always) counts as exited once its
+        pid changed. WaitTimeout (an AssertionError) when it still runs after `timeout`."""
+        mark, pid = self._started_at, self.service.pid()
+
+        def probe() -> str | Pending:
+            gone = self._gone(pid)
+            return gone if gone is not None else Pending(f"the kubelet on {self.node} runs (pid {pid})")
+
+        how = until(probe, what=f"the kubelet on {self.node} (pid {pid}) to exit", timeout=timeout, interval=EXIT_POLL)
+        return self._exit_report(how, mark)
+
+    def stays_up(self, duration: float, what: str = "") -> None:
+        """Assert that the kubelet running now keeps running for `duration` seconds: KubeletExited (an
+        AssertionError) at once when it exits, with how it ended and the panic quoted from its log. `what`: the
+        situation, for the message (e.g. "while the driver reports an unknown device")."""
+        mark, pid = self._started_at, self.service.pid()
+        if pid == 0:
+            how = self.service.exited() or "is not running"
+            raise KubeletExited(f"the kubelet on {self.node} {how} {what}".rstrip(), self._exit_report(how, mark))
+        deadline = time.monotonic() + duration
+        while True:
+            gone = self._gone(pid)
+            if gone is not None:
+                report = self._exit_report(gone, mark)
+                during = f" {what}" if what else ""
+                raise KubeletExited(
+                    f"the kubelet on {self.node} did not stay up for {duration:.0f}s{during}: {report}", report
+                )
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(EXIT_POLL, left))
+
+    def _gone(self, pid: int) -> str | None:
+        """How the kubelet that ran as `pid` ended; None while it still runs."""
+        gone = self.service.exited()
+        if gone is not None:
+            return gone
+        now = self.service.pid()
+        if now == pid:
+            return None
+        if now == 0:
+            return f"exited (pid {pid} is gone)"
+        return f"exited and was started again by its supervisor (pid {pid} -> {now})"
+
+    def _exit_report(self, how: str, mark: int) -> str:
+        try:
+            log = self.service.log_since(mark)
+        except Exception as exc:  # the log is for the message only
+            return f"{how}; its log is not readable ({type(exc).__name__}: {exc})"
+        quote = panic_quote(log)
+        if quote is None:
+            return f"{how}; no panic in its log since it was started"
+        return f"{how}; its log from the panic on:\n{quote}"
 
     # -- lifecycle ---------------------------------------------------------------------------
     def stop(self) -> None:
@@ -123,6 +219,11 @@ class KubeletControl:
             timeout=CRASH_RESTART_TIMEOUT,
         )
         self.wait_healthy()
+
+    def send_signal(self, sig: signal.Signals) -> None:
+        """Send `sig` to the running kubelet and return: no wait, and no restart but what its supervisor does
+        (e.g. SIGABRT: Go's crash report of every goroutine, then exit status 2; see wait_exited())."""
+        self.service.signal(sig)
 
     def freeze(self) -> None:
         """SIGSTOP: the process stays, /healthz stops answering. Returns once it has: a request already
