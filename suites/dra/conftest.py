@@ -4,20 +4,24 @@ node), and the skip for runtimes that cannot hand DRA devices (CDI) to container
 import pytest
 
 from device_conformance.kubelet_state import dra as dra_state
+from device_conformance.kubelet_state.saved import SavedFiles
 from device_conformance.node.cri import cdi_support
 
 
 @pytest.fixture
 def kubelet_restored(node):
-    """Remembers dra_manager_state; after the test, puts it back and starts the kubelet if it is down."""
-    original = node.read_file(dra_state.DEFAULT_PATH)
+    """Remembers the DRA manager's files (dra_manager_state, and dra_health_state or its absence); after the test,
+    puts them back and starts the kubelet if it is down. Yields dra_manager_state's bytes."""
+    saved = SavedFiles.take(node)
+    original = saved.files[dra_state.DEFAULT_PATH]
+    assert original is not None, f"the kubelet on {node.name} has no {dra_state.DEFAULT_PATH}"
     yield original
     if not node.kubelet.healthy():
-        node.write_file(dra_state.DEFAULT_PATH, original)
         try:
             node.kubelet.stop()  # a crashed kubelet: make sure the process is gone before starting
         except Exception:
             pass
+        saved.put_back(node)  # with no kubelet running: none can write them over
         node.kubelet.start()
 
 

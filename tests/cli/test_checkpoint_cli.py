@@ -210,3 +210,80 @@ def test_console_script_verify(tmp_path):
     done = subprocess.run([str(exe), "checkpoint", "verify", path], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "format: v2 (1.20+)" in done.stdout and "checksum: OK" in done.stdout
+
+
+# -- dra_health_state ----------------------------------------------------------------------------------------
+
+HEALTH_RECORDED = Path(__file__).parents[1] / "kubelet_state" / "recorded" / "dra_health_state.v1.37.1"
+
+
+def test_verify_accepts_the_recorded_health_file_and_says_it_has_no_checksum(capsys):
+    assert main(["checkpoint", "verify", str(HEALTH_RECORDED)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"file: {HEALTH_RECORDED}",
+        "kind: DRA health-info checkpoint (dra_health_state)",
+        "format: dra health (1.36+, plain JSON, no checksum)",
+        "stored checksum: -",
+        "computed checksum: -",
+        "checksum: none (the kubelet writes none)",
+        "OK: the kubelet loads it",
+    ]
+
+
+def test_verify_rejects_a_health_file_the_kubelet_fails_to_load(tmp_path, capsys):
+    path = _file(tmp_path, b'{"d":{"Devices":{"p/x":{"LastUpdated":"yesterday"}}}}', "dra_health_state")
+    assert main(["checkpoint", "verify", path]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        'REJECTED: parsing time "yesterday" as RFC 3339 failed (LastUpdated of p/x) (the kubelet logs \'Failed to '
+        "load health checkpoint'); the kubelet starts with what decoded, an empty health cache for a file that is "
+        "not JSON"
+    )
+    assert main(["checkpoint", "verify", "--kubelet-version", "1.35", str(HEALTH_RECORDED)]) == 1
+
+
+def test_show_prints_each_device_with_its_health(capsys):
+    assert main(["checkpoint", "show", str(HEALTH_RECORDED)]) == 0
+    assert capsys.readouterr().out.splitlines()[2:] == [
+        "format: dra health (1.36+, plain JSON, no checksum)",
+        "checksum: none (the kubelet writes none)",
+        "kubelet: loads",
+        "drivers: 1",
+        "  driver dc-0c0c998c.example.com:",
+        "    device dc-r5f7652/dev-0: Healthy  updated 2026-11-28T02:46:18.387156622Z  unknown after 30s",
+    ]
+    assert main(["checkpoint", "show", "--json", str(HEALTH_RECORDED)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["kind"], doc["valid"], doc["stored_checksum"]) == ("drahealth", True, None)
+    assert doc["drivers"] == {
+        "dc-0c0c998c.example.com": {
+            "dc-r5f7652/dev-0": {
+                "pool_name": "dc-r5f7652",
+                "device_name": "dev-0",
+                "health": "Healthy",
+                "last_updated": "2026-11-28T02:46:18.387156622Z",
+                "health_check_timeout_ns": 30000000000,
+                "message": "",
+            }
+        }
+    }
+
+
+def test_an_empty_health_file_is_told_apart_by_its_name(tmp_path, capsys):
+    assert main(["checkpoint", "show", _file(tmp_path, b"{}", "dra_health_state")]) == 0
+    assert "kind: DRA health-info checkpoint (dra_health_state)" in capsys.readouterr().out
+
+
+def test_forge_writes_the_health_file_the_kubelet_would(tmp_path, capsys):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "kind: drahealth\n"
+        "drivers:\n"
+        "  dc-0c0c998c.example.com:\n"
+        "    - {pool: dc-r5f7652, device: dev-0, last_updated: '2026-11-28T02:46:18.387156622Z', timeout_seconds: 30}\n"
+    )
+    out = tmp_path / "dra_health_state"
+    assert main(["checkpoint", "forge", "-o", str(out), "--spec", str(spec)]) == 0
+    assert out.read_bytes() == HEALTH_RECORDED.read_bytes()
+    assert oct(out.stat().st_mode & 0o777) == "0o600"
+    assert main(["checkpoint", "forge", "-o", str(out), "--spec", str(spec), "--bad-checksum"]) == 2
+    assert "dra_health_state has no checksum to get wrong" in capsys.readouterr().err

@@ -4,23 +4,24 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 from device_conformance.errors import BadInput
 from device_conformance.kubelet_state import devicemanager as dm
-from device_conformance.kubelet_state import dra
+from device_conformance.kubelet_state import dra, drahealth
 from device_conformance.kubelet_state.gojson import GoJSONError, object_shape, parse_json
 
-Kind = Literal["devicemanager", "dra"]
+Kind = Literal["devicemanager", "dra", "drahealth"]
 KIND_LABELS = {
     "devicemanager": "device-manager checkpoint (kubelet_internal_checkpoint)",
     "dra": "DRA manager checkpoint (dra_manager_state)",
+    "drahealth": "DRA health-info checkpoint (dra_health_state)",
 }
-_WHERE = f"on a node the files are {dm.DEFAULT_PATH} and {dra.DEFAULT_PATH}"
+_WHERE = f"on a node the files are {dm.DEFAULT_PATH}, {dra.DEFAULT_PATH} and {drahealth.DEFAULT_PATH}"
 
 
 def add_kind(p: argparse.ArgumentParser, auto: bool = True) -> None:
-    choices = ["auto", "devicemanager", "dra"] if auto else ["devicemanager", "dra"]
+    choices = ["auto", "devicemanager", "dra", "drahealth"] if auto else ["devicemanager", "dra", "drahealth"]
     p.add_argument(
         "--kind",
         choices=choices,
@@ -45,11 +46,10 @@ def read(path: Path) -> bytes:
 
 
 def detect_kind(path: Path, data: bytes, requested: str = "auto") -> Kind:
-    """Which checkpoint the bytes are: a string Data or version/entries keys mean DRA."""
-    if requested == "dra":
-        return "dra"
-    if requested == "devicemanager":
-        return "devicemanager"
+    """Which checkpoint the bytes are: a string Data or version/entries keys mean DRA; an object of objects (driver
+    name -> {"Devices": ...}) the DRA health cache; an empty object goes by the file's name."""
+    if requested in ("dra", "devicemanager", "drahealth"):
+        return cast(Kind, requested)
     shape = object_shape(data)
     if shape is None:
         raise BadInput(
@@ -61,13 +61,18 @@ def detect_kind(path: Path, data: bytes, requested: str = "auto") -> Kind:
         return "dra"
     if kinds.get("data") in ("object", "null"):
         return "devicemanager"
+    if kinds and set(kinds.values()) <= {"object", "null"}:
+        return "drahealth"
+    if drahealth.FILE_NAME in path.name:
+        return "drahealth"
     if dra.FILE_NAME in path.name:
         return "dra"
     if dm.FILE_NAME in path.name:
         return "devicemanager"
     raise BadInput(
-        f"{path} is JSON but not a recognisable checkpoint (no Data, version or entries key)",
-        "pass --kind devicemanager or --kind dra, or point at kubelet_internal_checkpoint / dra_manager_state",
+        f"{path} is JSON but not a recognisable checkpoint (no Data, version or entries key, no driver objects)",
+        "pass --kind devicemanager, dra or drahealth, or point at kubelet_internal_checkpoint / dra_manager_state / "
+        "dra_health_state",
     )
 
 

@@ -6,6 +6,7 @@ import argparse
 import base64
 import os
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import yaml
 
 from device_conformance.cli.checkpoint.files import add_kind, read
 from device_conformance.errors import BadInput
-from device_conformance.kubelet_state import allocresp, dra
+from device_conformance.kubelet_state import allocresp, dra, drahealth
 from device_conformance.kubelet_state import devicemanager as dm
 
 FORGE_SPEC_HELP = """\
@@ -32,6 +33,13 @@ spec (DRA, 1.31+ format):
   claims:
     - {claim_uid: u1, claim_name: c, namespace: ns, pod_uids: [p1],
        drivers: {gpu.example.com: [{pool: p, device: gpu-0, request_names: [r], cdi_device_ids: [x]}]}}
+spec (DRA health cache, dra_health_state, 1.36+; no checksum):
+  kind: drahealth
+  drivers:
+    gpu.example.com:
+      - {pool: p, device: gpu-0, health: Unhealthy, message: "ECC errors",
+         last_updated: "2026-11-28T02:46:18.387156622Z",   # default: now
+         timeout_seconds: 30}                                # default 0: the kubelet's 30 s
 """
 
 
@@ -45,7 +53,11 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     f.add_argument("-o", "--output", type=Path, required=True, help="file to write")
-    f.add_argument("--spec", type=Path, help="JSON or YAML spec (entries/registered_devices, or kind: dra + claims)")
+    f.add_argument(
+        "--spec",
+        type=Path,
+        help="JSON or YAML spec (entries/registered_devices, kind: dra + claims, or kind: drahealth + drivers)",
+    )
     f.add_argument("--entry", action="append", default=[], metavar="POD:CONTAINER:RESOURCE=DEV[@NUMA],...")
     f.add_argument("--numa", type=int, default=0, help="NUMA node for devices without @NUMA (default 0; -1: none)")
     f.add_argument("--format", choices=["v2", "v1"], help="device-manager format (default v2, or the spec's)")
@@ -61,6 +73,11 @@ def cmd_forge(args: argparse.Namespace) -> int:
     if kind == "dra":
         data = _forge_dra(spec, args.bad_checksum)
         label = dra.FORMAT_LABELS["v1"]
+    elif kind == "drahealth":
+        if args.bad_checksum:
+            raise BadInput("dra_health_state has no checksum to get wrong", "drop --bad-checksum")
+        data = _forge_health(spec)
+        label = drahealth.LABEL
     elif kind == "devicemanager":
         fmt = args.format or spec.get("format", "v2")
         if fmt not in ("v1", "v2"):
@@ -68,7 +85,7 @@ def cmd_forge(args: argparse.Namespace) -> int:
         data = _forge_dm(spec, args, fmt)
         label = dm.FORMAT_LABELS[fmt]
     else:
-        raise BadInput(f"spec kind {kind!r} is unknown", "use kind: devicemanager or kind: dra")
+        raise BadInput(f"spec kind {kind!r} is unknown", "use kind: devicemanager, kind: dra or kind: drahealth")
     args.output.write_bytes(data)
     os.chmod(args.output, 0o600)  # what the kubelet's file store leaves
     note = " (deliberately wrong checksum)" if args.bad_checksum else ""
@@ -210,3 +227,38 @@ def _forge_dra(spec: dict[str, Any], bad_checksum: bool) -> bytes:
         raise BadInput(str(exc), "add share_id_field: true to the spec (1.35+ kubelets)") from None
     checksum = (dra.crc32_checksum(text) + 1) % (1 << 32) if bad_checksum else None
     return dra.encode(data=text, checksum=checksum)
+
+
+def _forge_health(spec: dict[str, Any]) -> bytes:
+    """dra_health_state from a spec's drivers: name -> list of devices, keyed as the kubelet keys them."""
+    now = drahealth.go_time(datetime.now(UTC))
+    state: drahealth.HealthState = {}
+    try:
+        for driver, devices in (spec.get("drivers") or {}).items():
+            if devices is None:
+                state[str(driver)] = None
+                continue
+            entries = {}
+            for d in devices:
+                health = str(d.get("health", "Healthy"))
+                if health not in drahealth.HEALTH_STATUSES:
+                    raise BadInput(
+                        f"DRA health spec: device {d['device']!r} has health {health!r}",
+                        f"use one of {', '.join(drahealth.HEALTH_STATUSES)}",
+                    )
+                device = drahealth.DeviceHealth(
+                    str(d["pool"]),
+                    str(d["device"]),
+                    health,
+                    str(d.get("last_updated") or now),
+                    round(float(d.get("timeout_seconds", 0)) * 1_000_000_000),
+                    str(d.get("message", "")),
+                )
+                entries[device.key] = device
+            state[str(driver)] = entries
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise BadInput(
+            f"DRA health spec is incomplete or mis-shaped ({exc!r})",
+            "write drivers: {driver: [{pool: p, device: d, health: Healthy}]}",
+        ) from None
+    return drahealth.encode(state)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from device_conformance.cli.checkpoint.files import KIND_LABELS, add_kind, detect_kind, id_list, read
-from device_conformance.kubelet_state import allocresp, dra
+from device_conformance.kubelet_state import allocresp, dra, drahealth
 from device_conformance.kubelet_state import devicemanager as dm
 
 
@@ -26,14 +26,19 @@ def add_parser(verbs: argparse._SubParsersAction) -> None:
 def cmd_show(args: argparse.Namespace) -> int:
     data = read(args.file)
     kind = detect_kind(args.file, data, args.kind)
-    doc = _dm_doc(dm.parse(data)) if kind == "devicemanager" else _dra_doc(dra.parse(data))
+    if kind == "devicemanager":
+        doc = _dm_doc(dm.parse(data))
+    elif kind == "dra":
+        doc = _dra_doc(dra.parse(data))
+    else:
+        doc = _health_doc(drahealth.parse(data))
     doc = {"file": str(args.file), "kind": kind, **doc}
     if args.json:
         json.dump(doc, sys.stdout, indent=2, ensure_ascii=False)
         print()
     else:
         print(f"file: {args.file}\nkind: {KIND_LABELS[kind]}")
-        (_print_dm if kind == "devicemanager" else _print_dra)(doc)
+        {"devicemanager": _print_dm, "dra": _print_dra, "drahealth": _print_health}[kind](doc)
     return 0
 
 
@@ -43,7 +48,7 @@ def _status(doc: dict[str, Any]) -> str:
     return f"MISMATCH / rejected: {doc['reason']}"
 
 
-def _validity(p: dm.ParsedCheckpoint | dra.ParsedDRA) -> dict[str, Any]:
+def _validity(p: dm.ParsedCheckpoint | dra.ParsedDRA | drahealth.ParsedHealth) -> dict[str, Any]:
     """What both checkpoint kinds report first: the format and whether the kubelet would accept the file."""
     return {
         "format": p.format,
@@ -161,3 +166,32 @@ def _print_dra(doc: dict[str, Any]) -> None:
             print(f"    driver {c['driver_name']}  class {c['class_name'] or '-'}")
             for driver, ids in (c["cdi_devices"] or {}).items():
                 print(f"    cdi {driver}: {id_list(ids)}")
+
+
+def _health_doc(p: drahealth.ParsedHealth) -> dict[str, Any]:
+    doc = _validity(p)
+    doc["drivers"] = (
+        None
+        if p.state is None
+        else {
+            driver: None if devices is None else {key: dataclasses.asdict(d) for key, d in devices.items()}
+            for driver, devices in p.state.items()
+        }
+    )
+    return doc
+
+
+def _print_health(doc: dict[str, Any]) -> None:
+    loads = "loads" if doc["valid"] else f"does not load: {doc['reason']}"
+    print(f"format: {doc['format_label']}\nchecksum: none (the kubelet writes none)\nkubelet: {loads}")
+    drivers = doc["drivers"]
+    print(f"drivers: {'(unreadable)' if drivers is None else len(drivers)}")
+    for driver in sorted(drivers or {}, key=lambda s: s.encode()):
+        devices = drivers[driver]
+        print(f"  driver {driver}:" + (" (null)" if devices is None else "" if devices else " (no devices)"))
+        for key in sorted(devices or {}, key=lambda s: s.encode()):
+            d = devices[key]
+            timeout = d["health_check_timeout_ns"]
+            after = f"{timeout / 1e9:g}s" if timeout else f"{drahealth.DEFAULT_HEALTH_TIMEOUT_NS / 1e9:g}s (default)"
+            message = f"  message {d['message']!r}" if d["message"] else ""
+            print(f"    device {key}: {d['health']}  updated {d['last_updated']}  unknown after {after}{message}")

@@ -9,11 +9,13 @@ from pathlib import Path
 from device_conformance.cli.checkpoint.files import KIND_LABELS, Kind, add_kind, detect_kind, read
 from device_conformance.errors import BadInput
 from device_conformance.kubelet_state import devicemanager as dm
-from device_conformance.kubelet_state import dra
+from device_conformance.kubelet_state import dra, drahealth
 
 
 def add_parser(verbs: argparse._SubParsersAction) -> None:
-    v = verbs.add_parser("verify", help="exit 0 if the kubelet would accept the file's checksum")
+    v = verbs.add_parser(
+        "verify", help="exit 0 if the kubelet would accept the file (its checksum; dra_health_state has none)"
+    )
     v.add_argument("file", type=Path)
     v.add_argument("--kubelet-version", metavar="1.N", help="judge as this kubelet minor version reads files")
     add_kind(v)
@@ -26,8 +28,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
     minor = _minor(args.kubelet_version) if args.kubelet_version else None
     print(f"file: {args.file}")
     print(f"kind: {KIND_LABELS[kind]}")
-    parsed: dm.ParsedCheckpoint | dra.ParsedDRA
-    parsed = dm.parse(data) if kind == "devicemanager" else dra.parse(data)
+    parsed: dm.ParsedCheckpoint | dra.ParsedDRA | drahealth.ParsedHealth
+    if kind == "drahealth":
+        parsed = drahealth.parse(data)
+    else:
+        parsed = dm.parse(data) if kind == "devicemanager" else dra.parse(data)
     print(f"format: {parsed.label}")
     print(f"stored checksum: {_num(parsed.stored_checksum)}")
     print(f"computed checksum: {_num(parsed.computed_checksum)}")
@@ -44,7 +49,16 @@ def _num(n: int | None) -> str:
     return "-" if n is None else str(n)
 
 
-def _status_lines(kind: Kind, parsed: dm.ParsedCheckpoint | dra.ParsedDRA) -> list[str]:
+def _status_lines(kind: Kind, parsed: dm.ParsedCheckpoint | dra.ParsedDRA | drahealth.ParsedHealth) -> list[str]:
+    if isinstance(parsed, drahealth.ParsedHealth):
+        # healthinfo.go loadFromCheckpoint: no checksum; an error is logged and the kubelet starts regardless.
+        if parsed.valid:
+            return ["checksum: none (the kubelet writes none)", "OK: the kubelet loads it"]
+        return [
+            "checksum: none (the kubelet writes none)",
+            f"REJECTED: {parsed.reason}; the kubelet starts with what decoded, an empty health cache for a file "
+            "that is not JSON",
+        ]
     consequence = (
         "the kubelet starts with no device allocations"
         if kind == "devicemanager"
