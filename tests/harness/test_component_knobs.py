@@ -336,8 +336,8 @@ def test_a_gate_locked_to_its_default_and_an_unknown_kubelet_flag_are_refusals_t
 
 
 def test_a_gate_turned_off_under_an_enabled_dependent_is_a_refusal():
-    """What a 1.37.1 kubelet said here to --feature-gates kubelet:ResourceHealthStatus=false (ResourceHealthStatusMessage,
-    beta and on, depends on it: pkg/features/kube_features.go)."""
+    """What a 1.37.1 kubelet said here to --feature-gates kubelet:ResourceHealthStatus=false
+    (ResourceHealthStatusMessage, beta and on, depends on it: pkg/features/kube_features.go)."""
     knobs = resolve({"feature_gates": ["kubelet:ResourceHealthStatus=false"]}, {}).component_knobs()
     log = (
         'E1128 02:48:51.797565   19290 run.go:72] "command failed" err="failed to set feature gates from initial '
