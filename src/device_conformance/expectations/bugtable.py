@@ -98,6 +98,9 @@ REPRODUCED: dict[str, tuple[str, str, str]] = {
     # 1.33.13, the newest matrix release before 1.34.0, skips the test: it needs DRAExtendedResource, on from 1.36.
     # Run before its fix was known (1.37.2, CHANGELOG-1.37): the fixed release is not run yet (FIX_NOT_RUN).
     "kubernetes#141290": ("1.37.1", "", "2026-11-24"),
+    # No fix released, and the bug predates every matrix release: the affected run alone, on 1.37.1 (whole) and on
+    # the 1.34.12 kubelet under the 1.37.1 control plane, the same day (both reproduced).
+    "kubernetes#138446": ("1.37.1", "", "2026-11-28"),
 }
 
 NO_COMPARISON = "none: no fix released, and no release before the bug runs its test here"
