@@ -117,3 +117,63 @@ def test_patterns_and_defects_are_checked_by_name():
     )
     config = DevicePluginConfig(RESOURCE, "/tmp/dp", patterns=["list-empty-then-full"], defects=["options-crash"])
     assert DevicePluginConfig.from_dict(json.loads(config.to_json())) == config
+
+
+def test_allocate_refuses_handed_out_id_refuses_an_id_an_earlier_allocate_answered(kubelet_stub, start_plugin):
+    import grpc
+
+    start_plugin(defects=["allocate-refuses-handed-out-id"])
+    endpoint = kubelet_stub.endpoint(RESOURCE)
+    endpoint.allocate(["dev-1"])
+    with pytest.raises(grpc.RpcError) as refused:
+        endpoint.allocate(["dev-1"])
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert refused.value.details() == (
+        "devices ['dev-1'] are already allocated (defect allocate-refuses-handed-out-id)"
+    )
+    endpoint.allocate(["dev-2"])  # one never handed out is still answered
+
+
+def test_ids_change_per_start_names_the_devices_after_the_process(kubelet_stub, start_plugin):
+    handle = start_plugin(defects=["ids-change-per-start"])
+    endpoint = kubelet_stub.endpoint(RESOURCE)
+    expected = {f"dev-1-p{handle.pid}": "Healthy", f"dev-2-p{handle.pid}": "Healthy"}
+    endpoint.wait_for_devices(f"renamed {sorted(expected)}", lambda devices: devices == expected)
+
+
+def test_list_omits_allocated_lists_only_the_devices_never_handed_out(kubelet_stub, start_plugin):
+    start_plugin(defects=["list-omits-allocated"])
+    endpoint = kubelet_stub.endpoint(RESOURCE)
+    endpoint.wait_for_devices("both listed", lambda devices: sorted(devices) == ["dev-1", "dev-2"])
+    endpoint.allocate(["dev-1"])
+    endpoint.wait_for_devices("without dev-1", lambda devices: devices == {"dev-2": "Healthy"})
+
+
+def test_a_correct_plugin_answers_an_id_again_and_keeps_listing_it(kubelet_stub, start_plugin):
+    handle = start_plugin()
+    endpoint = kubelet_stub.endpoint(RESOURCE)
+    endpoint.wait_for_devices("both listed", lambda devices: sorted(devices) == ["dev-1", "dev-2"])
+    endpoint.allocate(["dev-1"])
+    endpoint.allocate(["dev-1"])
+    assert endpoint.devices == {"dev-1": "Healthy", "dev-2": "Healthy"}
+    assert len(handle.calls("ListAndWatch")) == 1
+
+
+def test_as_subject_configures_the_fake_from_flags(tmp_path):
+    from device_conformance.fakes.device_plugin.as_subject import config_from
+
+    config = config_from(
+        ["--socket-dir", "/dp", "--resource", RESOURCE, "--defect", "ids-change-per-start", "--no-reregister"],
+        tmp_path,
+    )
+    assert (config.socket_dir, config.resource_name, [d.id for d in config.devices]) == (
+        "/dp",
+        RESOURCE,
+        ["dev-0", "dev-1"],
+    )
+    assert (config.defects, config.auto_reregister, config.control_socket) == (
+        ["ids-change-per-start"],
+        False,
+        str(tmp_path / "ctl.sock"),
+    )
+    assert config.allocate.envs == {"DC_DEVICES": "{ids}"}

@@ -72,6 +72,14 @@ class DeviceSpecConfig:
 #       returning `nil, nil` from it does when gRPC marshals the nil message (kubernetes#109016, the kubevirt
 #       macvtap plugin once kubelets 1.25+ call it right after Register).
 #   register-crash: the process panics (exit 2) at registration, before its RegisterRequest is sent, every start.
+#   allocate-refuses-handed-out-id: Allocate fails (FAILED_PRECONDITION) for an ID an earlier Allocate of the
+#       process handed out: a plugin that keeps its own "in use" book, though the kubelet tells it of no release
+#       and hands an init container's devices to the app containers again (devicemanager manager.go
+#       devicesToAllocate, reusable devices).
+#   ids-change-per-start: every device ID carries the process's pid ("<id>-p<pid>"): IDs made at start-up (an
+#       enumeration counter, a random UUID) that a plugin restart renames.
+#   list-omits-allocated: LIST_DELAY after Allocate handed a device out, ListAndWatch sends the list without it
+#       (a plugin that lists free devices, not all of them: the node's capacity shrinks while pods hold devices).
 # (No re-registration after a kubelet restart is auto_reregister=False.)
 DEFECTS = (
     "duplicate-device-ids",
@@ -83,6 +91,9 @@ DEFECTS = (
     "prestart-error",
     "options-crash",
     "register-crash",
+    "allocate-refuses-handed-out-id",
+    "ids-change-per-start",
+    "list-omits-allocated",
 )
 
 # Behaviours of real plugins that keep the contract (DevicePluginConfig.patterns), so the certifier can be shown

@@ -13,8 +13,17 @@ from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePl
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 
 
-def listed(config: DevicePluginConfig, devices: list[DeviceConfig], stream_number: int) -> list[DeviceConfig]:
-    """The device list one ListAndWatch stream sends."""
+def listed(
+    config: DevicePluginConfig,
+    devices: list[DeviceConfig],
+    stream_number: int,
+    handed_out: frozenset[str] = frozenset(),
+) -> list[DeviceConfig]:
+    """The device list one ListAndWatch stream sends (`handed_out`: the IDs Allocate answered so far)."""
+    if "list-omits-allocated" in config.defects:
+        devices = [d for d in devices if d.id not in handed_out]
+    if "ids-change-per-start" in config.defects:
+        devices = [dataclasses.replace(d, id=f"{d.id}-p{os.getpid()}") for d in devices]
     if "unstable-device-ids" in config.defects and stream_number > 1:
         devices = [dataclasses.replace(d, id=f"{d.id}-r{stream_number}") for d in devices]
     if "duplicate-device-ids" in config.defects and devices:
@@ -68,3 +77,10 @@ def answered_containers(
     config: DevicePluginConfig, requests: list[pb.ContainerAllocateRequest]
 ) -> list[pb.ContainerAllocateRequest]:
     return requests[:1] if "allocate-first-container-only" in config.defects else requests
+
+
+def refused_ids(config: DevicePluginConfig, handed_out: frozenset[str], request: pb.AllocateRequest) -> list[str]:
+    """The requested IDs allocate-refuses-handed-out-id refuses: those an earlier Allocate handed out."""
+    if "allocate-refuses-handed-out-id" not in config.defects:
+        return []
+    return sorted({i for r in request.container_requests for i in r.devices_ids} & handed_out)

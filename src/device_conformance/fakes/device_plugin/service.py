@@ -85,12 +85,27 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
             defects.crash_on_unknown_ids(self._config, self._state.devices(), request)
             resource = self._config.resource_name
             requests = defects.answered_containers(self._config, list(request.container_requests))
-            return pb.AllocateResponse(
+            response = pb.AllocateResponse(
                 container_responses=[
                     container_response(self._config.allocate, list(r.devices_ids), resource) for r in requests
                 ]
             )
+            self._state.hand_out(i for r in request.container_requests for i in r.devices_ids)
+            if "list-omits-allocated" in self._config.defects:
+                # Listed again LIST_DELAY after the answer, not while the kubelet waits for it: a device gone
+                # from the list before the kubelet handled its Allocate answer crashes kubelets up to at least
+                # 1.37.1 (a nil *Device read in manager.go allocateContainerResources, allDevices[resource][dev]).
+                relist = threading.Timer(LIST_DELAY, self._state.relist)
+                relist.daemon = True
+                relist.start()
+            return response
 
+        refused = defects.refused_ids(self._config, self._state.handed_out(), request)
+        if refused:
+            call = self._rpc.start("Allocate", request)
+            self._rpc.admit(call, context)
+            message = f"devices {refused} are already allocated (defect allocate-refuses-handed-out-id)"
+            end_call(self._log, call, context, Status("FAILED_PRECONDITION", message))
         return self._unary("Allocate", request, context, answer)
 
     def PreStartContainer(
@@ -125,7 +140,7 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
                         end_call(self._log, call, context, update.error)
                     self._log.finish(call, response={"sent": sent})
                     return
-                listed = defects.listed(self._config, update.devices, stream_number)
+                listed = defects.listed(self._config, update.devices, stream_number, self._state.handed_out())
                 response = pb.ListAndWatchResponse(devices=[to_device(d) for d in listed])
                 # Logged before the yield: the generator resumes only when gRPC wants the next message,
                 # which can be after the kubelet already acted on this one.

@@ -33,6 +33,7 @@ class DeviceState:
         self._end_generation = 0
         self._end_errors: dict[int, Status | None] = {}
         self._open_streams = 0
+        self._handed_out: set[str] = set()
 
     def devices(self) -> list[DeviceConfig]:
         with self._cond:
@@ -61,6 +62,21 @@ class DeviceState:
         with self._cond:
             if self._devices.pop(device_id, None) is None:
                 raise KeyError(f"no device {device_id!r}; devices are {sorted(self._devices)}")
+            return self._bump()
+
+    def handed_out(self) -> frozenset[str]:
+        """The device IDs Allocate answered for since the process started."""
+        with self._cond:
+            return frozenset(self._handed_out)
+
+    def hand_out(self, device_ids: Iterable[str]) -> None:
+        """Record IDs an Allocate answered for."""
+        with self._cond:
+            self._handed_out.update(device_ids)
+
+    def relist(self) -> int:
+        """Have every open stream send the list again."""
+        with self._cond:
             return self._bump()
 
     def end_streams(self, error: Status | None) -> int:

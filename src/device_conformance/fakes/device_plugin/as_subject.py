@@ -1,0 +1,66 @@
+"""Run the fake device plugin as a vendor's subject would run, configured by flags instead of a config file:
+
+    python -m device_conformance.fakes.device_plugin.as_subject --socket-dir DIR --resource NAME \\
+        [--devices dev-0,dev-1] [--defect NAME ...] [--no-reregister]
+
+so that vendor mode can take our fake, clean or with a defect, as its subject and be seen to fail exactly the
+black-box tests the defect breaks:
+
+    pytest suites/device_plugin --vendor-device-plugin example.com/dev \\
+        --vendor-command "$PWD/.venv/bin/python -m device_conformance.fakes.device_plugin.as_subject \\
+            --socket-dir {plugin_dir} --resource {resource} --defect unstable-device-ids"
+
+Allocate answers with DC_DEVICES=<the IDs> (fixtures/device_plugins.py DEVICES_ENV), as the suites' registered
+fake does. The config and the control socket live in a temporary directory removed at exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from device_conformance.fakes.device_plugin.config import DEFECTS, AllocateConfig, DeviceConfig, DevicePluginConfig
+
+DEVICES_ENV = "DC_DEVICES"
+
+
+def config_from(argv: list[str] | None, workdir: Path) -> DevicePluginConfig:
+    parser = argparse.ArgumentParser(prog="python -m device_conformance.fakes.device_plugin.as_subject")
+    parser.add_argument("--socket-dir", required=True, help="the kubelet's device-plugin directory")
+    parser.add_argument("--resource", required=True, help="the extended resource name it registers")
+    parser.add_argument("--devices", default="dev-0,dev-1", help="comma-separated device IDs (default dev-0,dev-1)")
+    parser.add_argument("--defect", action="append", default=[], choices=DEFECTS, help="a defective-vendor mode")
+    parser.add_argument(
+        "--no-reregister", action="store_true", help="never register again after a kubelet restart (a defect)"
+    )
+    args = parser.parse_args(argv)
+    return DevicePluginConfig(
+        resource_name=args.resource,
+        socket_dir=args.socket_dir,
+        socket_name=f"dc-vendor-{os.getpid()}.sock",
+        devices=[DeviceConfig(d) for d in args.devices.split(",") if d],
+        allocate=AllocateConfig(envs={DEVICES_ENV: "{ids}"}),
+        control_socket=str(workdir / "ctl.sock"),
+        defects=list(args.defect),
+        auto_reregister=not args.no_reregister,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    from device_conformance.fakes.device_plugin.__main__ import main as run
+
+    workdir = Path(tempfile.mkdtemp(prefix="dcv-", dir="/tmp"))  # short: sun_path holds 107 bytes
+    try:
+        config = config_from(argv, workdir)
+        config.save(workdir / "config.json")
+        return run(["--config", str(workdir / "config.json")])
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
