@@ -537,6 +537,7 @@ MATRIX_TABLE = {
     "kubernetes#134789": ("kube-scheduler", "FTFFFFF"),  # 1.32.0 to 1.35.0, 1.34.2, 1.33.6 and 1.32.10 (1.32.9: T)
     "kubernetes#131968": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0, no cherry-pick
     "kubernetes#138446": ("kubelet", "TTTTTTT"),  # a completed init container re-admitted, from 1.28.0, unfixed
+    "finding:device-removed-during-allocate-panics": ("kubelet", "TTTTTTT"),  # from 1.28.0 (vouched), unfixed
     # podresources repeats a claim's earlier CDI IDs: from 1.31.0 (per-device entries), unfixed (the test needs 1.34)
     "finding:podresources-repeats-earlier-cdi-ids": ("kubelet", "TTTTTTT"),
 }
@@ -568,6 +569,7 @@ OLDER_AFFECTED = {
     "kubernetes#126707": "TTT",  # from 1.28.0 (#118635), no cherry-pick below 1.34
     "kubernetes#135485": "TTT",  # Get of an ended pod from 1.27.0 (gate off before 1.34: the test skips)
     "kubernetes#138446": "TTT",  # from 1.28.0 (#116376 and #118635), unfixed
+    "finding:device-removed-during-allocate-panics": "TTT",  # the same lines in module source v1.28.15
 }
 
 
