@@ -78,7 +78,7 @@ def test_a_starved_fake_starts_even_when_it_takes_longer_than_a_wall_clock_budge
         ready.set()
         thread.join()
     assert time.monotonic() - started > OLD_BUDGET  # it did take longer than a budget of that size
-    assert process.is_running()
+    assert process.is_running(), process.log_tail()
 
 
 def test_a_fake_stopped_for_longer_than_the_stall_window_is_reported_as_hung_with_its_log(driver_process):
