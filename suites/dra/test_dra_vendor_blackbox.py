@@ -14,6 +14,7 @@ import json
 
 import pytest
 import yaml
+from device_conformance.fixtures.dra_blackbox import counts_since, wait_counts
 from device_conformance.fixtures.vendor import cdi_specs
 
 from device_conformance import timeouts
@@ -23,31 +24,13 @@ from device_conformance.kube import dra, pods
 from device_conformance.kube.container_env import ENV_END, parse_env, print_env_script
 from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Pending, until, watch
+from device_conformance.wait.core import watch
 
 pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
 
 CDI_DIR = "/var/run/cdi"
 # From /proc, not `env`: the shell drops names that are not shell names, e.g. DRA_CPUSET_<claim-uid>.
 PRINT_ENV = ["sh", "-c", f"{print_env_script()}; exec sleep 86400"]
-
-
-def _counts(counts, driver, before=(0, 0)):
-    """(NodePrepareResources, NodeUnprepareResources) calls the driver answered OK, since `before`."""
-    prepare, unprepare = counts.dra_counts(driver)
-    return prepare - before[0], unprepare - before[1]
-
-
-def _wait_counts(counts, driver, before, expected, what):
-    def probe():
-        seen = _counts(counts, driver, before)
-        if seen == expected:
-            return seen
-        if seen[0] > expected[0] or seen[1] > expected[1]:
-            raise AssertionError(f"{what}: (prepare, unprepare) calls to {driver} are {seen}, expected {expected}")
-        return Pending(f"(prepare, unprepare) = {seen}")
-
-    return until(probe, what=f"{what}: (prepare, unprepare) calls to {driver} = {expected}", timeout=timeouts.CLAIM)
 
 
 def _claim_devices(pod, driver):
@@ -117,7 +100,7 @@ def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
     pod, _ = running_claim_pod(dra_objects, driver)
     allocated = _claim_devices(pod, driver)
     claim = pod.claim_name()
-    assert _counts(kubelet_counts, driver, before) == (1, 0), "one NodePrepareResources for a running claim pod"
+    assert counts_since(kubelet_counts, driver, before) == (1, 0), "one NodePrepareResources for a running claim pod"
 
     listed = _listed(pod)
     assert list(listed) == [claim], f"podresources lists claims {list(listed)} for {pod} main, expected [{claim}]"
@@ -134,7 +117,7 @@ def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
 
     pod.delete()
     pod.wait_gone()
-    _wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
+    wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
     pod.wait_claim_gone(claim)
     specs = cdi_specs(node, tmp_path / "cdi")
     left = [cdi_id for cdi_id in cdi_ids if cdi.resolve(specs, cdi_id)]
@@ -178,7 +161,7 @@ def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(
         no_prepare.cancel()
     pod.delete()
     pod.wait_gone()
-    _wait_counts(kubelet_counts, driver, (0, 0), (0, 1), "the new kubelet, after the pod is gone")
+    wait_counts(kubelet_counts, driver, (0, 0), (0, 1), "the new kubelet, after the pod is gone")
     pod.wait_claim_gone(claim)
 
 
@@ -200,7 +183,7 @@ def test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones(
     wait_slices(kube, resource_api, node, driver)
     second, _ = running_claim_pod(dra_objects, driver, "second")
     _claim_devices(second, driver)
-    assert _counts(kubelet_counts, driver, before) == (2, 0), "one NodePrepareResources per claim pod"
+    assert counts_since(kubelet_counts, driver, before) == (2, 0), "one NodePrepareResources per claim pod"
     current = first.read()
     assert current.metadata.uid == running.metadata.uid and current.status.phase == "Running", pods.summary(current)
     assert _listed(first) == listed, f"after the driver restart podresources lists {_listed(first)}, not {listed}"
@@ -209,7 +192,7 @@ def test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones(
         pod.delete()
     for pod in (first, second):
         pod.wait_gone()
-    _wait_counts(kubelet_counts, driver, before, (2, 2), "after both pods are gone")
+    wait_counts(kubelet_counts, driver, before, (2, 2), "after both pods are gone")
 
 
 @pytest.mark.taints
@@ -225,4 +208,4 @@ def test_noexecute_device_taint_rule_evicts_the_pod_and_unprepares(kubelet_count
     [(_, _, device)] = _claim_devices(pod, driver)
     dra_objects.taint_rule(dra.device_taint("example.com/broken", "NoExecute"), driver=driver, device=device)
     assert_evicted(pod)
-    _wait_counts(kubelet_counts, driver, before, (1, 1), "after the eviction")
+    wait_counts(kubelet_counts, driver, before, (1, 1), "after the eviction")

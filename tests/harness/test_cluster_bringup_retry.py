@@ -13,6 +13,7 @@ import re
 
 import pytest
 from device_conformance.fixtures.cluster import TEST_FAIL_BRINGUPS_ENV
+from xdist_worker import Worker
 
 from device_conformance.providers.local.provider import LocalProvider
 from device_conformance.pytest_plugin.bringup_report import LOST_WORKERS, record_lines
@@ -217,21 +218,6 @@ def test_without_our_scheduler_the_summary_does_not_claim_the_worker_was_handed_
         "gw4: gave up on its cluster; the causes are in the error of t.py::a; 0 more of its tests errored pointing "
         "there"
     ]
-
-
-class Worker:
-    """What the scheduler sees of an xdist worker (as in test_group_scheduling.py)."""
-
-    def __init__(self, name: str) -> None:
-        self.gateway = type("Gateway", (), {"id": name})()
-        self.sent: list[list[int]] = []
-        self.shutting_down = False
-
-    def send_runtest_some(self, indexes: list[int]) -> None:
-        self.sent.append(indexes)
-
-    def shutdown(self) -> None:
-        self.shutting_down = True
 
 
 @pytest.fixture

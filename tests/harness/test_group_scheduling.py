@@ -3,25 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from xdist_worker import Worker
 
 from device_conformance.pytest_plugin.group_scheduling import JustInTimeGroupScheduling
 
 pytest_plugins = ["pytester"]
-
-
-class Worker:
-    """What the scheduler sees of an xdist worker: the test indexes sent to it, and whether it was shut down."""
-
-    def __init__(self, name: str) -> None:
-        self.gateway = type("Gateway", (), {"id": name})()
-        self.sent: list[list[int]] = []
-        self.shutting_down = False
-
-    def send_runtest_some(self, indexes: list[int]) -> None:
-        self.sent.append(indexes)
-
-    def shutdown(self) -> None:
-        self.shutting_down = True
 
 
 # Two groups of three tests (the first: a module whose last test is long), then two groups of one test.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import signal
@@ -14,15 +13,6 @@ from pathlib import Path
 import pytest
 
 SOAK_PATH = Path(__file__).resolve().parents[2] / "bench" / "soak.py"
-
-
-@pytest.fixture(scope="module")
-def soak():
-    spec = importlib.util.spec_from_file_location("bench_soak", SOAK_PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_soak"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 def group_members(pgid: int) -> list[int]:
