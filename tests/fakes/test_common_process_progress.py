@@ -107,3 +107,16 @@ def test_a_dead_fake_is_reported_at_once_with_its_log(tmp_path):
     assert "the process exited with code 3 before it was ready" in message
     assert message.endswith("bad config: boom")
 
+
+def test_a_ready_fake_survives_being_stopped_and_continued(driver_process):
+    """SIGSTOP/SIGCONT (a frozen or CPU-starved process) can wake the driver's sigtimedwait with a siginfo no signal
+    filled in; the driver must go on, not die on a signal number that is none (it did within 19-300 cycles)."""
+    process, config = driver_process
+    process.spawn(ping(config), "the driver to answer")
+    for _ in range(300):
+        os.killpg(process.pid, signal.SIGSTOP)
+        time.sleep(0.002)
+        os.killpg(process.pid, signal.SIGCONT)
+        time.sleep(0.002)
+    assert process.is_running(), process.log_tail()
+    assert ping(config)() == {"pid": process.pid}  # and it still answers

@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while True:
             info = signal.sigtimedwait(STOP_SIGNALS, PARENT_POLL)
-            if info is not None:
+            # A stop and continue (SIGSTOP/SIGCONT: a frozen or CPU-starved process) can wake the wait with a
+            # siginfo no signal filled in (seen: si_signo 1253021568): only the signals waited for stop us.
+            if info is not None and info.si_signo in STOP_SIGNALS:
                 print(f"fake DRA driver got {signal.Signals(info.si_signo).name}, stopping", flush=True)
                 break
             if parent is not None and os.getppid() != parent:
