@@ -15,6 +15,7 @@ publish slices) only once their registration is confirmed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -173,6 +174,11 @@ class DraDriverCertifier:
 
     def _recover(self, ev: Evidence, restart: Callable[[], str]) -> None:
         """CrashWatch's callback: start the subject again, find, notify and connect it as the kubelet would."""
+        self._restart_and_reconnect(ev, restart)
+        ev.add("certifier: the restarted subject registered again, was notified and serves")
+
+    def _restart_and_reconnect(self, ev: Evidence, restart: Callable[[], str]) -> None:
+        """Drop the connection, restart the subject (`restart`), then find, notify and connect it again."""
         self._gone = True
         if self.client:
             self.client.close()
@@ -180,7 +186,6 @@ class DraDriverCertifier:
         restart()
         self._reregister(ev)
         self._gone = False
-        ev.add("certifier: the restarted subject registered again, was notified and serves")
 
     def _claims(self, uids: list[str]) -> list[Claim]:
         known = {c[1]: c for c in self.t.claims}
@@ -587,13 +592,8 @@ class DraDriverCertifier:
         self.prepared[claim[1]] = before
         if self.t.kubeconfig:  # judged in DRA-SLICES, with the slices after the restart
             self._slice_findings = self._judge_slices(ev, "before the restart")
-        ev.add(f"certifier: restarting the driver ({self.proc.restart()})")
-        self._gone = True
-        if self.client:
-            self.client.close()
-            self.client = None
-        self._reregister(ev)
-        self._gone = False
+        proc = self.proc
+        self._restart_and_reconnect(ev, lambda: ev.add(f"certifier: restarting the driver ({proc.restart()})"))
         # The restarted kubelet prepares a pod's claims for one driver in one call (pkg/kubelet/cm/dra/manager.go,
         # Manager.prepareResources: `batches`): with two claims given, the second comes in the same call.
         claims = [claim, self._claim(1)] if len(self.t.claims) > 1 else [claim]
@@ -621,25 +621,32 @@ class DraDriverCertifier:
         """Poll the driver's slices until they are there and valid, for as long as the kubelet lets a driver's
         slices be in flux (SLICES_TIMEOUT); one finding '<when>: valid' or the problems seen last."""
         started = time.monotonic()
-        while True:
-            try:
-                found = resourceslices.list_slices(str(self.t.kubeconfig), self.t.driver, self.t.node_name)
-                problems = (
-                    resourceslices.problems(found, self.t.driver, self.t.node_name)
-                    if found
-                    else [f"no ResourceSlice of driver {self.t.driver} for node {self.t.node_name}"]
-                )
-            except Exception as exc:  # an API hiccup is "not yet", like any other wait here
-                found, problems = [], [f"listing ResourceSlices failed: {type(exc).__name__}: {exc}"]
-            took = time.monotonic() - started
-            if not problems or took >= self.t.slices_timeout:
-                break
-            time.sleep(min(1.0, max(0.0, self.t.slices_timeout - took)))
+        last: tuple[list[dict[str, Any]], list[str]] = ([], [])
+
+        def probe() -> bool | Pending:
+            nonlocal last
+            last = self._read_slices()
+            return True if not last[1] else Pending("; ".join(last[1]))
+
+        with contextlib.suppress(WaitTimeout):
+            until(probe, what=f"valid ResourceSlices of {self.t.driver}", timeout=self.t.slices_timeout)
+        took = time.monotonic() - started
+        found, problems = last
         ev.add(f"{when}: {len(found)} ResourceSlice(s) of {self.t.driver} on node {self.t.node_name} ({took:.1f}s)")
         ev.extend(json.dumps(s.get("spec"), sort_keys=True) for s in found)
         if problems:
             return [f"{when} (after {took:.0f}s): {p}" for p in problems]
         return [f"{when}: valid"]
+
+    def _read_slices(self) -> tuple[list[dict[str, Any]], list[str]]:
+        """The driver's slices for the node and what is wrong with them (an API hiccup is a problem for now)."""
+        try:
+            found = resourceslices.list_slices(str(self.t.kubeconfig), self.t.driver, self.t.node_name)
+        except Exception as exc:
+            return [], [f"listing ResourceSlices failed: {type(exc).__name__}: {exc}"]
+        if not found:
+            return [], [f"no ResourceSlice of driver {self.t.driver} for node {self.t.node_name}"]
+        return found, resourceslices.problems(found, self.t.driver, self.t.node_name)
 
 
 def certify_dra_driver(target: DraDriverTarget, read_claim: dra_claims.ReadClaim | None = None) -> Certification:
