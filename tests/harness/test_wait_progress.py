@@ -11,7 +11,15 @@ import pytest
 
 from device_conformance.errors import CommandError, ConformanceError, WaitTimeout
 from device_conformance.wait.core import Abort, Pending
-from device_conformance.wait.progress import Budget, Reading, Stalled, of_process, run_progressing, until_progressing
+from device_conformance.wait.progress import (
+    Budget,
+    Reading,
+    Stalled,
+    of_process,
+    of_values,
+    run_progressing,
+    until_progressing,
+)
 
 
 class Clock:
@@ -111,6 +119,26 @@ def test_abort_ends_the_wait_at_once():
     with pytest.raises(Abort, match="code 3"):
         wait(probe, readings([(1, True)]), Budget(stall=10, ceiling=100), clock)
     assert clock.now == 0
+
+
+def test_a_value_that_cannot_be_sampled_is_a_reading_not_an_error():
+    """A kind node booting after `docker restart`: systemd cannot be asked for the kubelet's pid yet."""
+    answers = iter([CommandError(["systemctl", "show"], 1, "System has not been booted with systemd"), (42, 7)])
+
+    def sample():
+        answer = next(answers)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    read = of_values(sample, "kubelet (pid, log mark): ")
+    unreadable = read()
+    assert unreadable.token == (
+        "unreadable",
+        f"CommandError: {CommandError(['systemctl', 'show'], 1, 'System has not been booted with systemd')}",
+    )
+    assert unreadable.busy is False
+    assert read() == Reading((42, 7), False, "kubelet (pid, log mark): (42, 7)")
 
 
 def test_a_process_is_read_from_proc(tmp_path):

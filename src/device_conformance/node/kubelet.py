@@ -101,20 +101,11 @@ class KubeletControl:
             until_progressing(
                 probe,
                 what=f"the kubelet on {self.node} to be healthy",
-                progress=of_values(self._progress_reading, "kubelet (pid, log mark): "),
+                progress=of_values(lambda: (self.service.pid(), self.service.log_mark()), "kubelet (pid, log mark): "),
                 budget=budget,
             )
         except (Abort, WaitTimeout) as exc:
             raise ConformanceError(f"{exc}\n{self._log_tail()}") from None
-
-    def _progress_reading(self) -> tuple[object, object]:
-        """The kubelet's pid and log mark, or what kept them from being read: a kind node booting after a
-        `docker restart` has no systemd to ask yet ("System has not been booted with systemd"), which is no
-        answer, not a failure of the wait."""
-        try:
-            return self.service.pid(), self.service.log_mark()
-        except ConformanceError as exc:
-            return type(exc).__name__, None
 
     # -- crashes ------------------------------------------------------------------------------
     def wait_exited(self, timeout: float) -> str:

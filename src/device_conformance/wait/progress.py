@@ -164,10 +164,16 @@ def of_processes(pids: Callable[[], Iterable[int]], logs: Sequence[Path] = ()) -
 
 
 def of_values(sample: Callable[[], Hashable], describe: str = "") -> Progress:
-    """Progress as any change of a sampled value (a pod's status, a log mark); never busy by itself."""
+    """Progress as any change of a sampled value (a pod's status, a log mark); never busy by itself. A sample
+    that cannot be taken is a reading too, as a failing probe is "not yet" (a kind node booting after `docker
+    restart` has no systemd to ask for the kubelet's pid yet)."""
 
     def read() -> Reading:
-        value = sample()
+        try:
+            value = sample()
+        except Exception as exc:
+            unreadable = f"{type(exc).__name__}: {exc}"
+            return Reading(("unreadable", unreadable), False, f"{describe}unreadable ({unreadable})")
         return Reading(value, False, f"{describe}{value!r}")
 
     return read
