@@ -6,8 +6,8 @@ import shutil
 import tempfile
 
 import pytest
+from dra_configs import two_device_config
 
-from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
 from device_conformance.fakes.dra_driver.handle import start
 from device_conformance.fakes.dra_driver.kubelet_client import KubeletClient
 
@@ -21,16 +21,7 @@ def make(tmp_path):
     handles = []
 
     def start_driver(defects):
-        cfg = DriverConfig(
-            driver_name="dra.example.com",
-            node_name="node-1",
-            registry_dir=f"{sockets}/registry",
-            plugin_dir=f"{sockets}/plugins",
-            cdi_dir=str(tmp_path / "cdi"),
-            devices=[DeviceSpec("dev-0"), DeviceSpec("dev-1")],
-            defects=defects,
-        )
-        handle = start(cfg, tmp_path / "driver")
+        handle = start(two_device_config(sockets, tmp_path, defects=defects), tmp_path / "driver")
         handles.append(handle)
         handle.push_allocation("uid-1", namespace="ns-1", name="claim-1", devices=["dev-0", "dev-1"])
         return handle

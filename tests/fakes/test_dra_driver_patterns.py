@@ -7,9 +7,9 @@ import tempfile
 
 import grpc
 import pytest
+from dra_configs import two_device_config
 
 from device_conformance.errors import BadInput
-from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
 from device_conformance.fakes.dra_driver.handle import start
 from device_conformance.fakes.dra_driver.kubelet_client import KubeletClient
 
@@ -18,16 +18,7 @@ UNKNOWN = ("ns-1", "uid-x", "claim-x")
 
 
 def config(sockets, tmp_path, patterns=(), defects=()):
-    return DriverConfig(
-        driver_name="dra.example.com",
-        node_name="node-1",
-        registry_dir=f"{sockets}/registry",
-        plugin_dir=f"{sockets}/plugins",
-        cdi_dir=str(tmp_path / "cdi"),
-        devices=[DeviceSpec("dev-0"), DeviceSpec("dev-1")],
-        patterns=list(patterns),
-        defects=list(defects),
-    )
+    return two_device_config(sockets, tmp_path, patterns=list(patterns), defects=list(defects))
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import tempfile
 
 import grpc
 import pytest
+from dra_configs import two_device_config
 
 from device_conformance.errors import WaitTimeout
 from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
@@ -22,15 +23,7 @@ OTHER = ("ns-1", "uid-2", "claim-2")
 @pytest.fixture
 def driver(tmp_path):
     sockets = tempfile.mkdtemp(prefix="dra-", dir="/tmp")  # tmp_path can exceed sun_path's 107 bytes
-    cfg = DriverConfig(
-        driver_name="dra.example.com",
-        node_name="node-1",
-        registry_dir=f"{sockets}/registry",
-        plugin_dir=f"{sockets}/plugins",
-        cdi_dir=str(tmp_path / "cdi"),
-        devices=[DeviceSpec("dev-0"), DeviceSpec("dev-1")],
-    )
-    handle = start(cfg, tmp_path / "driver")
+    handle = start(two_device_config(sockets, tmp_path), tmp_path / "driver")
     handle.push_allocation("uid-1", namespace="ns-1", name="claim-1", devices=[{"device": "dev-0", "request": "gpu"}])
     handle.push_allocation("uid-2", namespace="ns-1", name="claim-2", devices=["dev-1"])
     yield handle
