@@ -10,6 +10,7 @@ restart at zero with each kubelet process.
 """
 
 import pytest
+from device_conformance.fixtures.device_plugin_blackbox import allocate_calls, one_device
 from device_conformance.fixtures.vendor import allocatable_ids, offered_devices, wait_registrations
 
 from device_conformance import timeouts
@@ -20,20 +21,6 @@ from device_conformance.wait.core import Pending, until
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.vendor_blackbox("device-plugin")]
 
 ADMISSION_ERROR = "UnexpectedAdmissionError"
-
-
-def _one_device(pod, resource, offered):
-    """The one device podresources lists for container main, checked to be one the node offers."""
-    listed = pod.devices(resource)
-    assert len(listed) == 1 and listed[0] in offered, (
-        f"podresources lists {listed} of {resource} for {pod} main; expected one of the offered {offered}"
-    )
-    return listed[0]
-
-
-def _allocate_calls(counts, resource, expected):
-    seen = counts.allocations(resource)
-    assert seen == expected, f"the kubelet counted {seen} Allocate call(s) of {resource}, expected {expected}"
 
 
 def _running_unrestarted(pod, uid, when):
@@ -70,15 +57,15 @@ def test_pods_get_distinct_offered_devices_until_none_is_left(kube, node, pod_fa
     for index in range(n):
         pod = pod_factory(f"dev{index}", ["sleep", "86400"], resources={resource: 1})
         pod.wait_running()
-        held.append(_one_device(pod, resource, offered))
+        held.append(one_device(pod, resource, offered))
     assert sorted(held) == offered, f"the {n} pods hold {sorted(held)}; each offered device once is {offered}"
-    _allocate_calls(kubelet_counts, resource, before + n)
+    allocate_calls(kubelet_counts, resource, before + n)
 
     extra = pod_factory("extra", ["sleep", "86400"], resources={resource: 1}, node_name=node.name)
     failed = extra.wait_admission_failure()
     assert failed.status.reason == ADMISSION_ERROR, pods.summary(failed)
     assert "Requested: 1, Available: 0" in failed.status.message, failed.status.message
-    _allocate_calls(kubelet_counts, resource, before + n)
+    allocate_calls(kubelet_counts, resource, before + n)
 
 
 @pytest.mark.scenario("DM-U4")
@@ -92,7 +79,7 @@ def test_over_request_fails_admission_without_an_allocate(kube, node, pod_factor
     failed = pod.wait_admission_failure()
     assert failed.status.reason == ADMISSION_ERROR, pods.summary(failed)
     assert f"Requested: {n + 1}, Available: {n}" in failed.status.message, failed.status.message
-    _allocate_calls(kubelet_counts, resource, before)
+    allocate_calls(kubelet_counts, resource, before)
 
 
 @pytest.mark.disruptive
@@ -107,7 +94,7 @@ def test_kubelet_restart_keeps_the_device_and_the_plugin_registers_again(
     offered = allocatable_ids(node, resource)
     pod = pod_factory("keep", ["sleep", "86400"], resources={resource: 1})
     uid = pod.wait_running().metadata.uid
-    held = _one_device(pod, resource, offered)
+    held = one_device(pod, resource, offered)
 
     node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
@@ -119,7 +106,7 @@ def test_kubelet_restart_keeps_the_device_and_the_plugin_registers_again(
     assert pod.devices(resource) == [held], (
         f"after the restart podresources lists {pod.devices(resource)}, not [{held!r}]"
     )
-    _allocate_calls(kubelet_counts, resource, 0)
+    allocate_calls(kubelet_counts, resource, 0)
 
 
 @pytest.mark.scenario("DP7", "DM-U7")
@@ -134,7 +121,7 @@ def test_killed_plugin_restarted_keeps_assignments_and_serves_new_pods(
     offered = allocatable_ids(node, resource)
     pod = pod_factory("before", ["sleep", "86400"], resources={resource: 1})
     uid = pod.wait_running().metadata.uid
-    held = _one_device(pod, resource, offered)
+    held = one_device(pod, resource, offered)
     registered = kubelet_counts.registrations(resource)
     allocated = kubelet_counts.allocations(resource)
 
@@ -148,9 +135,9 @@ def test_killed_plugin_restarted_keeps_assignments_and_serves_new_pods(
     if n >= 2:
         after = pod_factory("after", ["sleep", "86400"], resources={resource: 1})
         after.wait_running()
-        other = _one_device(after, resource, offered)
+        other = one_device(after, resource, offered)
         assert other != held, f"the new pod got {other!r}, which {pod} holds"
-        _allocate_calls(kubelet_counts, resource, allocated + 1)
+        allocate_calls(kubelet_counts, resource, allocated + 1)
 
 
 @pytest.mark.disruptive
@@ -165,7 +152,7 @@ def test_reboot_never_runs_the_pod_without_its_device(kube, node, pod_factory, k
     pod = pod_factory("rebooted", ["sleep", "86400"], resources={resource: 1}, restart_policy="Always")
     first = pod.wait_running()
     main_id = next(s.container_id for s in first.status.container_statuses if s.name == "main")
-    _one_device(pod, resource, offered)
+    one_device(pod, resource, offered)
 
     removed = node.simulate_reboot()
     assert removed >= 1, f"the reboot simulation removed {removed} pod sandboxes, the device pod's at least"
@@ -186,6 +173,6 @@ def test_reboot_never_runs_the_pod_without_its_device(kube, node, pod_factory, k
         assert outcome.status.reason == ADMISSION_ERROR, pods.summary(outcome)
     else:
         request.node.user_properties.append(("reboot_outcome", "ran again with its device"))
-        _one_device(pod, resource, offered)
+        one_device(pod, resource, offered)
     wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert offered_devices(kube, node, resource) == n

@@ -34,6 +34,7 @@ test (defect of our fake it fails on: the failing line)
 """
 
 import pytest
+from device_conformance.fixtures.device_plugin_blackbox import allocate_calls, one_device
 from device_conformance.fixtures.vendor import allocatable_ids, offered_devices, wait_registrations
 
 from device_conformance import timeouts
@@ -47,20 +48,6 @@ pytestmark = [pytest.mark.deviceplugin, pytest.mark.vendor_blackbox("device-plug
 
 SLEEP = ["sleep", "86400"]
 ADMISSION_ERROR = "UnexpectedAdmissionError"
-
-
-def _one_device(pod, resource, offered, container="main"):
-    """The one device podresources lists for `container` of `pod`, checked to be one the node offers."""
-    listed = pod.devices(resource, container)
-    assert len(listed) == 1 and listed[0] in offered, (
-        f"podresources lists {listed} of {resource} for {pod} {container}; expected one of the offered {offered}"
-    )
-    return listed[0]
-
-
-def _allocate_calls(counts, resource, expected):
-    seen = counts.allocations(resource)
-    assert seen == expected, f"the kubelet counted {seen} Allocate call(s) of {resource}, expected {expected}"
 
 
 def _checkpoint(node):
@@ -116,12 +103,12 @@ def test_init_container_devices_are_reused_by_the_app_container(
     init = pods.container_spec("init", ["true"], resources={resource: 1})
     pod = pod_factory("reuse", SLEEP, resources={resource: 1}, init_containers=[init])
     pod.wait_running()
-    held = _one_device(pod, resource, offered)
+    held = one_device(pod, resource, offered)
     recorded = _checkpointed(node, pod, resource)
     assert recorded == {"init": [held], "main": [held]}, (
         f"the checkpoint records {recorded} for {pod}; the app container must reuse the init container's {held!r}"
     )
-    _allocate_calls(kubelet_counts, resource, before + 2)
+    allocate_calls(kubelet_counts, resource, before + 2)
     _still_advertised(kube, node, resource, offered, "while the pod holds one device")
     if n >= 2:
         rest = pod_factory("rest", SLEEP, resources={resource: n - 1})
@@ -130,7 +117,7 @@ def test_init_container_devices_are_reused_by_the_app_container(
         assert sorted(rest.devices(resource)) == free, (
             f"a pod asking for the {n - 1} device(s) left got {sorted(rest.devices(resource))}, not {free}"
         )
-        _allocate_calls(kubelet_counts, resource, before + 3)
+        allocate_calls(kubelet_counts, resource, before + 3)
 
 
 @pytest.mark.scenario("DP1")
@@ -155,7 +142,7 @@ def test_deleted_pod_frees_its_devices_for_the_next_pod(kube, node, pod_factory,
     )
     assert _checkpointed(node, first, resource) == {}, f"the checkpoint still records the deleted {first}"
     assert _checkpointed(node, second, resource) == {"main": offered}
-    _allocate_calls(kubelet_counts, resource, before + 2)
+    allocate_calls(kubelet_counts, resource, before + 2)
     _still_advertised(kube, node, resource, offered, "after the second pod took every device")
 
 
@@ -169,7 +156,7 @@ def test_plugin_restarted_twice_in_a_row_registers_and_serves(kube, node, pod_fa
     offered = allocatable_ids(node, resource)
     pod = pod_factory("kept", SLEEP, resources={resource: 1})
     uid = pod.wait_running().metadata.uid
-    held = _one_device(pod, resource, offered)
+    held = one_device(pod, resource, offered)
     registered = kubelet_counts.registrations(resource)
     allocated = kubelet_counts.allocations(resource)
 
@@ -183,9 +170,9 @@ def test_plugin_restarted_twice_in_a_row_registers_and_serves(kube, node, pod_fa
     if n >= 2:
         after = pod_factory("after", SLEEP, resources={resource: 1})
         after.wait_running()
-        other = _one_device(after, resource, offered)
+        other = one_device(after, resource, offered)
         assert other != held, f"the new pod got {other!r}, which {pod} holds"
-        _allocate_calls(kubelet_counts, resource, allocated + 1)
+        allocate_calls(kubelet_counts, resource, allocated + 1)
 
 
 @pytest.mark.disruptive
@@ -199,7 +186,7 @@ def test_kubelet_sigkill_keeps_pods_devices_and_checkpoint(kube, node, pod_facto
     offered = allocatable_ids(node, resource)
     pod = pod_factory("survivor", SLEEP, resources={resource: 1})
     uid = pod.wait_running().metadata.uid
-    held = _one_device(pod, resource, offered)
+    held = one_device(pod, resource, offered)
 
     node.kubelet.crash()
     wait.for_node_ready(kube, node.name)
@@ -210,7 +197,7 @@ def test_kubelet_sigkill_keeps_pods_devices_and_checkpoint(kube, node, pod_facto
     assert pod.devices(resource) == [held], f"after the SIGKILL podresources lists {pod.devices(resource)}"
     recorded = _checkpointed(node, pod, resource)
     assert recorded == {"main": [held]}, f"after the SIGKILL the checkpoint records {recorded} for {pod}"
-    _allocate_calls(kubelet_counts, resource, 0)
+    allocate_calls(kubelet_counts, resource, 0)
 
 
 @pytest.mark.scenario("DP1", "DP4")
@@ -225,13 +212,13 @@ def test_pods_admitted_together_get_distinct_devices(kube, node, pod_factory, ku
     together = [pod_factory(f"together{i}", SLEEP, resources={resource: 1}) for i in range(n)]
     for pod in together:
         pod.wait_running()
-    held = {pod.name: _one_device(pod, resource, offered) for pod in together}
+    held = {pod.name: one_device(pod, resource, offered) for pod in together}
     assert sorted(held.values()) == offered, f"the {n} pods hold {held}; each offered device once is {offered}"
     recorded = {pod.name: _checkpointed(node, pod, resource) for pod in together}
     assert recorded == {name: {"main": [device]} for name, device in held.items()}, (
         f"the checkpoint records {recorded}; podresources lists {held}"
     )
-    _allocate_calls(kubelet_counts, resource, before + n)
+    allocate_calls(kubelet_counts, resource, before + n)
     _still_advertised(kube, node, resource, offered, "while the pods hold every device")
 
 
@@ -247,13 +234,13 @@ def test_containers_of_one_pod_get_distinct_devices(kube, node, pod_factory, kub
     second = pods.container_spec("second", SLEEP, resources={resource: 1})
     pod = pod_factory("pair", SLEEP, resources={resource: 1}, containers=[second])
     pod.wait_running()
-    devices = {c: _one_device(pod, resource, offered, c) for c in ("main", "second")}
+    devices = {c: one_device(pod, resource, offered, c) for c in ("main", "second")}
     assert devices["main"] != devices["second"], f"both containers of {pod} got {devices['main']!r}"
     recorded = _checkpointed(node, pod, resource)
     assert recorded == {c: [d] for c, d in devices.items()}, (
         f"the checkpoint records {recorded}; podresources lists {devices}"
     )
-    _allocate_calls(kubelet_counts, resource, before + 2)
+    allocate_calls(kubelet_counts, resource, before + 2)
     _still_advertised(kube, node, resource, offered, "while the pod holds two devices")
 
 
@@ -269,7 +256,7 @@ def test_kubelet_restart_with_every_device_held_admits_no_more(kube, node, pod_f
     holders = [pod_factory(f"holder{i}", SLEEP, resources={resource: 1}) for i in range(n)]
     for pod in holders:
         pod.wait_running()
-    held = sorted(_one_device(pod, resource, offered) for pod in holders)
+    held = sorted(one_device(pod, resource, offered) for pod in holders)
     assert held == offered, f"the {n} pods hold {held}; each offered device once is {offered}"
 
     node.kubelet.restart()
@@ -292,7 +279,7 @@ def test_kubelet_restart_with_every_device_held_admits_no_more(kube, node, pod_f
     failed = until(rejected, what=f"{extra} to fail admission", timeout=timeouts.POD_START)
     assert failed.status.reason == ADMISSION_ERROR, pods.summary(failed)
     assert "Requested: 1, Available: 0" in failed.status.message, failed.status.message
-    _allocate_calls(kubelet_counts, resource, 0)
+    allocate_calls(kubelet_counts, resource, 0)
 
 
 @pytest.mark.scenario("DP7", "DM-U7")
@@ -328,4 +315,4 @@ def test_pod_deleted_while_the_plugin_is_down_frees_its_devices(
         f"{successor} holds {sorted(successor.devices(resource))}, not {offered}"
     )
     assert _checkpointed(node, holder, resource) == {}, f"the checkpoint still records the deleted {holder}"
-    _allocate_calls(kubelet_counts, resource, allocated + 1)
+    allocate_calls(kubelet_counts, resource, allocated + 1)
