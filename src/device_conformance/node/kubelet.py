@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import signal
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,7 +14,7 @@ from device_conformance import timeouts
 from device_conformance.errors import BadInput, ConformanceError, WaitTimeout
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.transport import KubeletService
-from device_conformance.wait.core import Abort, Pending, until
+from device_conformance.wait.core import Abort, Pending, stays, until
 from device_conformance.wait.progress import Budget, of_values, until_progressing
 
 STOP_TIMEOUT = 60
@@ -130,8 +129,8 @@ class KubeletControl:
         if pid == 0:
             how = self.service.exited() or "is not running"
             raise KubeletExited(f"the kubelet on {self.node} {how} {what}".rstrip(), self._exit_report(how, mark))
-        deadline = time.monotonic() + duration
-        while True:
+
+        def exited() -> None:
             gone = self._gone(pid)
             if gone is not None:
                 report = self._exit_report(gone, mark)
@@ -139,10 +138,8 @@ class KubeletControl:
                 raise KubeletExited(
                     f"the kubelet on {self.node} did not stay up for {duration:.0f}s{during}: {report}", report
                 )
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            time.sleep(min(EXIT_POLL, left))
+
+        stays(exited, what=f"the kubelet on {self.node} to stay up", duration=duration, interval=EXIT_POLL)
 
     def _gone(self, pid: int) -> str | None:
         """How the kubelet that ran as `pid` ended; None while it still runs."""
