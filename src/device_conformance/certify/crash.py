@@ -44,6 +44,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import grpc
+
+from device_conformance.certify import limits
 from device_conformance.certify.clauses import Clause
 from device_conformance.certify.subject import LOG_TAIL_LINES, SubjectProcess
 from device_conformance.certify.verdicts import (
@@ -63,6 +66,9 @@ from device_conformance.certify.verdicts import (
 STARTUP_GRACE = 2.0
 
 Recover = Callable[[Evidence, Callable[[], str]], None]
+# A call the subject broke off (it closed the connection): a dying process closes its sockets before it can be
+# reaped, so wait for the exit there, and the crash is the clause's that made the call.
+BROKEN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
 def log_evidence(proc: SubjectProcess, lines: int = LOG_TAIL_LINES, *, this_start: bool = False) -> list[str]:
@@ -78,6 +84,12 @@ class CrashWatch:
         self.proc, self._recover = proc, recover
         self.startup_crash: str | None = None  # the clause whose FAIL reports a start-up crash
         self._restarted_by: str | None = None  # the clause after which the watch restarted the subject
+
+    def after_broken_call(self, err: grpc.RpcError) -> None:
+        """After a call the subject broke off (BROKEN): give a dying subject time to be reaped, so that `run`
+        sees the crash in this clause."""
+        if self.proc is not None and err.code() in BROKEN:
+            self.proc.exited_within(limits.EXIT_AFTER_BROKEN_CALL)
 
     def check_up(self) -> None:
         """NotApplicable once the subject crashed at start-up (see the module docstring, step 4)."""

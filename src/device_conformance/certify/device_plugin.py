@@ -60,8 +60,6 @@ EMPTY_LIST_SETTLE = 3.0
 # Steps that judge only what the kubelet side recorded (the RegisterRequest, the kubelet's dial during Register):
 # a crash while they run is charged to the next clause that talks to the subject (certify/crash.py).
 RECORD_ONLY = ("DP-REG-VERSION", "DP-REG-ENDPOINT", "DP-REG-RESOURCE")
-# A broken call (the subject closed the connection): wait for it to be reaped so the crash is this clause's.
-BROKEN = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
 @dataclass
@@ -214,12 +212,6 @@ class DevicePluginCertifier:
             raise ClauseFailed(f"{path} did not accept a connection within {limits.DP_DIAL_TIMEOUT:.0f}s") from exc
         return channel
 
-    def _broken(self, err: grpc.RpcError) -> None:
-        """After a call the subject broke off: give a dying subject time to be reaped, so the crash is seen
-        in this clause (a process closes its sockets while it exits, before it can be reaped)."""
-        if self.proc and err.code() in BROKEN:
-            self.proc.exited_within(limits.EXIT_AFTER_BROKEN_CALL)
-
     def _stub(self) -> pb_grpc.DevicePluginStub:
         return pb_grpc.DevicePluginStub(self._channel())
 
@@ -253,7 +245,7 @@ class DevicePluginCertifier:
             try:
                 self.options = self._stub().GetDevicePluginOptions(pb.Empty(), timeout=limits.DP_RPC_TIMEOUT)
             except grpc.RpcError as err:
-                self._broken(err)
+                self.crash.after_broken_call(err)
                 raise
         return self.options
 
@@ -389,7 +381,7 @@ class DevicePluginCertifier:
             response = self._stub().Allocate(request, timeout=limits.DP_RPC_TIMEOUT)
         except grpc.RpcError as err:
             ev.add(f"<- error {rpc_error(err)}")
-            self._broken(err)
+            self.crash.after_broken_call(err)
             raise ClauseFailed(f"Allocate {containers} failed: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
         return response
@@ -431,7 +423,7 @@ class DevicePluginCertifier:
         try:
             response = self._stub().GetPreferredAllocation(request, timeout=limits.DP_RPC_TIMEOUT)
         except grpc.RpcError as err:
-            self._broken(err)
+            self.crash.after_broken_call(err)
             raise ClauseFailed(f"GetPreferredAllocation failed: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
         if len(response.container_responses) != 1:
@@ -457,7 +449,7 @@ class DevicePluginCertifier:
         try:
             response = self._stub().PreStartContainer(request, timeout=limits.DP_RPC_TIMEOUT)
         except grpc.RpcError as err:
-            self._broken(err)
+            self.crash.after_broken_call(err)
             raise ClauseFailed(f"PreStartContainer {ids} failed: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
         return f"PreStartContainer {ids} succeeded"
@@ -484,7 +476,7 @@ class DevicePluginCertifier:
                 except grpc.RpcError as err:
                     ev.add(f"{name}: {rpc_error(err)}")
                     failures.append(f"{name}: {rpc_error(err)}")
-                    self._broken(err)
+                    self.crash.after_broken_call(err)
         stream = self._endpoint().stream_state
         ev.add(f"ListAndWatch stream meanwhile: {stream}")
         if failures:

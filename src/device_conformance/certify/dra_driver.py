@@ -366,9 +366,7 @@ class DraDriverCertifier:
             response = call(claims, version=self.service, timeout=limits.DRA_CALL_TIMEOUT)
         except grpc.RpcError as err:
             ev.add(f"<- error {rpc_error(err)}")
-            if self.proc and err.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
-                # A dying subject may close its socket before it is reaped: let CrashWatch see this clause's crash.
-                self.proc.exited_within(limits.EXIT_AFTER_BROKEN_CALL)
+            self.crash.after_broken_call(err)
             raise ClauseFailed(f"{method} failed as a whole: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
         return response
