@@ -59,7 +59,8 @@ def test_a_subject_that_panics_at_every_start_costs_one_fail(tmp_path):
     finally:
         proc.stop()
     assert [r.verdict for r in results] == [FAIL, NOT_APPLICABLE, NOT_APPLICABLE]
-    assert results[0].message == "the subject crashed before this clause (exit 2); the check saw: no RegisterRequest"
+    # Dead before the first clause looked, but never seen up: it crashed where it was first looked at.
+    assert results[0].message == "the subject crashed during this clause (exit 2); the check saw: no RegisterRequest"
     assert "  log: panic: runtime error: invalid memory address or nil pointer dereference" in results[0].evidence
     assert "certifier: the restarted subject crashed at start-up too (exit 2):" in results[0].evidence
     assert [r.message for r in results[1:]] == [f"the subject crashed at start-up, see {ONE.id}"] * 2

@@ -31,7 +31,9 @@ How a certifier wires it in (device_plugin.py does exactly this):
 
 What the watch does per clause: a step that ends while the subject is not running (or that restarted it
 after an exit the tool did not cause, SubjectProcess.crashes) is FAIL "the subject crashed during this clause
-(exit 2)" (or "... before this clause" when it was already dead when the clause began), with the step's own
+(exit 2)" (or "... before this clause" when it was already dead when the clause began and had been up at the end of
+the clause before; a subject that dies between its start and the first clause that looks crashed during that one,
+whatever the machine's speed), with the step's own
 evidence (not the tool's traceback, which only says how the tool noticed) and the last LOG_TAIL_LINES lines
 of the subject's log, taken before the restart. Every other FAIL in a run with a subject process gets the
 log tail too. A subject that dies again within STARTUP_GRACE of its restart, before it is back, or before
@@ -84,6 +86,7 @@ class CrashWatch:
         self.proc, self._recover = proc, recover
         self.startup_crash: str | None = None  # the clause whose FAIL reports a start-up crash
         self._restarted_by: str | None = None  # the clause after which the watch restarted the subject
+        self._last_end = float("-inf")  # when the last clause ended (monotonic)
 
     def after_broken_call(self, err: grpc.RpcError) -> None:
         """After a call the subject broke off (BROKEN): give a dying subject time to be reaped, so that `run`
@@ -97,6 +100,12 @@ class CrashWatch:
             raise NotApplicable(f"the subject crashed at start-up, see {self.startup_crash}")
 
     def run(self, clause: Clause, step: Step, *, uses_subject: bool = True) -> ClauseResult:
+        try:
+            return self._run(clause, step, uses_subject)
+        finally:
+            self._last_end = time.monotonic()
+
+    def _run(self, clause: Clause, step: Step, uses_subject: bool) -> ClauseResult:
         if self.proc is None:
             return run_step(clause, step)
         if uses_subject and self.startup_crash:
@@ -119,7 +128,9 @@ class CrashWatch:
     def _crash_fail(self, result: ClauseResult, up_before: bool) -> ClauseResult:
         assert self.proc is not None
         status = self.proc.crashes[-1] if self.proc.crashes else self.proc.exit_status()
-        when = "during" if up_before else "before"
+        # "before" only for a subject seen up since its start: one that never got that far died where it was
+        # first looked at, and saying so does not depend on how quickly the certifier reached the clause.
+        when = "before" if not up_before and self.proc.started_at < self._last_end else "during"
         message = f"the subject crashed {when} this clause ({status})"
         if result.verdict == FAIL and not result.trace:  # a traceback's text says only how the tool noticed
             message += f"; the check saw: {result.message}"
