@@ -8,9 +8,7 @@ fresh directory of the test, `{port}` for DEVICE_CONFORMANCE_BASE_PORT as the ro
 them as `$TMP` and `$PORT`. Some rows need the world arranged first (a busy
 port, a corrupt cache entry, a full disk): `given` names a function of this module that does it.
 
-Regenerate the doc after editing a row:
-
-    .venv/bin/python tests/harness/bad_input_rows.py > docs/bad-input.md
+Regenerate the doc after editing a row: `make docs` (`make test` fails while it is stale).
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ CLI = "device-conformance"  # run as <venv>/bin/device-conformance
 PYTEST = "pytest"  # run as <venv>/bin/python -m pytest, in the repository root
 PYTHON = "python"  # <venv>/bin/python
 SUITE = ["suites/smoke/test_cluster.py", "-p", "no:cacheprovider"]
-REGENERATE = ".venv/bin/python tests/harness/bad_input_rows.py > docs/bad-input.md"
 NOTHING = "nothing (no run directory, cache entry, process or mount)"
 
 
@@ -676,7 +673,7 @@ def markdown() -> str:
         "Every row runs with `DEVICE_CONFORMANCE_STATE=$TMP/state`, `DEVICE_CONFORMANCE_CACHE=$TMP/cache` and,",
         "except those that need the Go module proxy, `https_proxy` at a closed port (no download can start).",
         "",
-        f"Generated from `tests/harness/bad_input_rows.py`: `{REGENERATE}`.",
+        "Generated from `tests/harness/bad_input_rows.py` by `make docs`.",
         "",
         "| Input | Tried as | Exit | Message (key line) | Fix (start) | Left behind |",
         "|---|---|---|---|---|---|",

@@ -1,8 +1,8 @@
 """Every row of the bad-input table (bad_input_rows.py), tried for real: the command a user would run,
 in a subprocess of its own session, with the wrong input. Each must exit with the row's code, print the
 row's error (once) with its fix and no traceback, and leave nothing: no run directory, no new file in the
-state root or the cache (lock files aside), no process of its session, no mount. docs/bad-input.md must
-be what the rows render to.
+state root or the cache (lock files aside), no process of its session, no mount. docs/bad-input.md, what
+the rows render to, is checked with the other derived docs (test_derived_docs.py).
 
 No Kubernetes binaries are needed (`make test` runs before any are built). Rows needing root skip
 without it; rows needing the Go module proxy skip when it cannot be reached or serves the version now.
@@ -10,7 +10,6 @@ without it; rows needing the Go module proxy skip when it cannot be reached or s
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 import signal
@@ -23,13 +22,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from bad_input_rows import CLI, GIVEN, PYTEST, PYTHON, REGENERATE, ROWS, Given, Row, markdown
+from bad_input_rows import CLI, GIVEN, PYTEST, PYTHON, ROWS, Given, Row
 
 from device_conformance.process import pid_alive
 from device_conformance.providers.kind.dockerd import OWNER_FILE, ROOT_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "bad-input.md"
 BIN = Path(sys.executable).parent
 COMMAND_TIMEOUT = 60  # seconds; every row fails in a few, so a row still running has started real work
 CLOSED_PORT_PROXY = "http://127.0.0.1:9"  # discard port: refused at once, so no download can start
@@ -274,14 +272,3 @@ def test_bad_input_gives_one_error_naming_the_fix_and_leaves_nothing(row: Row, o
     assert outcome.left == [], f"left behind: {outcome.left}{shown}"
     for path in row.gone:
         assert not Path(path.replace("{tmp}", str(tmp))).exists(), f"{path} is still there{shown}"
-
-
-def test_docs_bad_input_md_is_the_table():
-    expected = markdown()
-    committed = DOC.read_text(encoding="utf-8") if DOC.exists() else ""
-    if committed != expected:
-        diff = difflib.unified_diff(committed.splitlines(), expected.splitlines(), "committed", "rows", lineterm="")
-        raise AssertionError(
-            f"docs/bad-input.md is not what the rows render; regenerate it with\n  {REGENERATE}\n"
-            + "\n".join(list(diff)[:40])
-        )

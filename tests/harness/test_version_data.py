@@ -500,12 +500,6 @@ def test_bug_table_cells(bug, minor, cell):
     assert bugtable.affected_releases(bug, minor) == cell
 
 
-def test_committed_bug_table_matches_the_data():
-    assert DOC.read_text() == bugtable.render(), (
-        "docs/known-bugs.md is stale: .venv/bin/python -m device_conformance.expectations.bugtable > docs/known-bugs.md"
-    )
-
-
 # Every catalogued bug on every matrix release (1.31.4, 1.32.9, 1.33.13, 1.34.12, 1.35.8, 1.36.5, 1.37.2), written
 # out by hand from each bug's first affected release and per-branch fixes, and the component whose release judges
 # it: the verdict `make matrix` runs must expect, cell by cell.

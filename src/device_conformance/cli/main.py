@@ -22,6 +22,7 @@ VERB_MODULES = [
     "device_conformance.cli.bisect",
     "device_conformance.cli.certify",
     "device_conformance.cli.node_agent",
+    "device_conformance.cli.docs",
 ]
 
 

@@ -1,7 +1,6 @@
 """Every known bug and versioned behaviour in one place, and the table docs/known-bugs.md made from them.
 
-Regenerate the document after changing the data (a unit test compares it):
-    .venv/bin/python -m device_conformance.expectations.bugtable > docs/known-bugs.md
+Regenerate the document after changing the data with `make docs` (`make test` fails while it is stale).
 """
 
 from __future__ import annotations
@@ -145,8 +144,7 @@ def render() -> str:
     lines = [
         "# Known upstream bugs and versioned behaviour",
         "",
-        "Generated from `src/device_conformance/expectations/` by",
-        "`python -m device_conformance.expectations.bugtable`; edit the data there, not this file.",
+        "Generated from `src/device_conformance/expectations/` by `make docs`; edit the data there, not this file.",
         "Where each release number was read is in the comment above each entry.",
         "",
         "A release is affected from the first affected release until the fix reached its own branch:",
