@@ -11,8 +11,12 @@ import pytest
 from device_conformance.fixtures.dra_drivers import KEEP_FINALIZER
 
 from device_conformance import timeouts
-from device_conformance.expectations.dra import DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED
+from device_conformance.expectations.dra import (
+    DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED,
+    DRA_EXTENDED_RESOURCE_TAKEN_FOR_DEVICE_PLUGIN_RESOURCE,
+)
 from device_conformance.fakes.common.calls import claim_record
+from device_conformance.fakes.device_plugin.config import OptionsConfig
 from device_conformance.fakes.dra_driver import cdi
 from device_conformance.fakes.dra_driver.resourceslices import build_device_class
 from device_conformance.handles import ClaimPodHandle
@@ -135,3 +139,56 @@ def test_extended_resource_pod_is_evicted_by_a_noexecute_rule(
             assert_evicted(extended)
     finally:
         dra_objects.release(created.metadata.name)
+
+
+def running_or_config_error(kube, namespace, name):
+    """The pod once it is Running and Ready, or once the kubelet failed to build a container's config
+    (waiting CreateContainerConfigError): the device manager refused the container's start."""
+
+    def probe():
+        pod = pods.read(kube, namespace, name)
+        waiting = [
+            cs.state.waiting
+            for cs in pod.status.container_statuses or []
+            if cs.state.waiting and cs.state.waiting.reason == "CreateContainerConfigError"
+        ]
+        if waiting or (pod.status.phase == "Running" and pods.is_ready(pod)):
+            return pod
+        return Pending(pods.summary(pod))
+
+    return until(
+        probe, what=f"pod {namespace}/{name} to run or fail its container config", timeout=timeouts.CLAIM_POD_START
+    )
+
+
+@pytest.mark.known_bug(DRA_EXTENDED_RESOURCE_TAKEN_FOR_DEVICE_PLUGIN_RESOURCE)
+def test_extended_resource_named_like_a_departed_device_plugins_resource_starts_its_pod(
+    node, kube, namespace, extended_class, register_plugin, node_resource, dra_objects, shows_known_bug
+):
+    """kubernetes#141426: a device plugin served the extended resource's name (with PreStartContainer required) and
+    went away, as in a move from a device plugin to a DRA driver; while the kubelet still knows the resource (the
+    grace period after the plugin's disconnect) the node offers none of it, so the scheduler gives the pod a DRA
+    claim. The kubelet prepares the claim and starts the container; it must not handle the request as the
+    departed plugin's (PreStartContainer with no device-plugin devices: "no devices found allocated in local
+    cache")."""
+    driver, resource = extended_class
+    plugin = register_plugin(("dev-0", "dev-1"), resource, options=OptionsConfig(pre_start_required=True))
+    plugin.stop()
+    node_resource(resource).wait_counts(2, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+
+    created = extended_pod(kube, namespace, resource, "ext", containers=("main",))
+    claim_name = extended_claim_status(kube, namespace, created.metadata.name).resource_claim_name
+    pod = ClaimPodHandle.of(kube, created, dra_objects.nodes, resource_api=dra_objects.api, shared_claim=claim_name)
+    uid = pod.claim()["metadata"]["uid"]
+    until(
+        lambda: driver.calls(PREPARE) or None,
+        what=f"{driver.config.driver_name} to be asked to prepare the claim",
+        timeout=timeouts.CLAIM_POD_START,
+    )
+    seen = running_or_config_error(kube, namespace, created.metadata.name)
+    with shows_known_bug(DRA_EXTENDED_RESOURCE_TAKEN_FOR_DEVICE_PLUGIN_RESOURCE):
+        assert seen.status.phase == "Running", f"the pod's container did not start: {pods.summary(seen)}; " + "; ".join(
+            pods.events(kube, namespace, created.metadata.name)[-3:]
+        )
+    assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "the pod's claim, prepared once"
+    assert plugin.calls("PreStartContainer") == [], "the departed plugin is asked nothing"

@@ -225,6 +225,20 @@ VERDICTS = [
             ("1.37.1", False),
         ]
     ],
+    *[
+        (dra.DRA_EXTENDED_RESOURCE_TAKEN_FOR_DEVICE_PLUGIN_RESOURCE, release, affected)
+        for release, affected in [
+            ("1.34.12", False),  # the pod fails at admission instead (no isDRAExtendedResource skip)
+            ("1.35.0", True),
+            ("1.35.10", True),  # no cherry-pick
+            ("1.36.6", True),
+            ("1.37.1", True),
+            ("1.37.2", True),
+            ("1.38.0-alpha.0", True),
+            ("1.38.0-alpha.1", False),
+            ("1.38.0-beta.0", False),
+        ]
+    ],
 ]
 
 
@@ -517,6 +531,9 @@ MATRIX_TABLE = {
     "kubernetes#131513": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0
     # DRAExtendedResource 1.34.0; the 1.37 cell turned F with the matrix's 1.37.2: cherry-pick #142492 (1.37.2)
     "kubernetes#141290": ("kube-controller-manager", "FFFTTTF"),
+    # a departed device plugin's resource name on a DRA extended resource: from 1.35.0 (the kubelet admits such
+    # pods), fixed 1.38.0-alpha.1 (#141426), no cherry-pick
+    "kubernetes#141426": ("kubelet", "FFFFTTT"),
     # 1.32.0 to 1.37.0-rc.0, 1.36.4, 1.35.10 and 1.34.12: the 1.34 cell turned F with the matrix's 1.34.12 (#140953)
     "kubernetes#140274": ("kubelet", "FTTFTFF"),
     "kubernetes#135901": ("kubelet", "FFFFFFF"),  # 1.34.0 to 1.34.4 / 1.35.1 / 1.36.0: no matrix release

@@ -250,6 +250,32 @@ DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED = KnownBug(
     component=CONTROLLER_MANAGER,  # the device-taint eviction controller
 )
 
+# A pod whose extended resource is served by DRA (its scheduler-written claim maps the container's request in
+# pod.status.extendedResourceClaimStatus) under a name the device manager still knows from a device plugin (the
+# plugin went away: PluginDisconnected keeps the resource in healthyDevices, now empty, and its endpoint with the
+# plugin's options for the 5-minute grace period; node allocatable 0 sends the pod to DRA, kubernetes#133784) never
+# starts when that plugin asked for PreStartContainer: allocateContainerResources skips DRA-backed extended resources
+# (isDRAExtendedResource, module source v1.35.8, v1.36.4 and v1.37.1), but GetDeviceRunContainerOptions
+# (pkg/kubelet/cm/devicemanager/manager.go) does not, calls callPreStartContainerIfNeeded for it and fails the
+# container's start with "no devices found allocated in local cache". PR #141426 ("device-plugin: skip DRA resources
+# in GetDeviceRunContainerOptions": "cached kubelet allocation state can incorrectly trigger legacy device-plugin
+# handling, preventing the container from starting"; no issue filed): CHANGELOG-1.38 v1.38.0-alpha.1 (read in the
+# v1.38.0-beta.0 zip), the skip in module source v1.38.0-beta.0; not in v1.37.1 or v1.37.2 (identical
+# pkg/kubelet), and no release note of 1.35 (to v1.35.10), 1.36 (to v1.36.6) or 1.37 (to v1.37.2) names it; no
+# cherry-pick found in the issue tracker. First affected: 1.35.0, where the kubelet first admits such pods
+# (isDRAExtendedResource in allocateContainerResources: module source v1.35.8, not v1.34.12, where the pod fails
+# at admission instead); DRAExtendedResource is alpha and off in 1.35, beta and on from 1.36.
+DRA_EXTENDED_RESOURCE_TAKEN_FOR_DEVICE_PLUGIN_RESOURCE = KnownBug(
+    issue="kubernetes#141426",
+    title="a container whose DRA extended resource has the name of a departed device plugin's resource never starts",
+    first_affected="1.35.0",
+    fixes=(Fix("1.38.0-alpha.1", "kubernetes#141426"),),
+    shown_by=(
+        "suites/dra/test_dra_extended_resources.py::"
+        "test_extended_resource_named_like_a_departed_device_plugins_resource_starts_its_pod"
+    ),
+)
+
 # prepareResources appended each driver's NodePrepareResources answer to the claim's DriverState; when another
 # driver of the same pod then failed, the claim was left unprepared with the first driver's devices, and the
 # retry appended them again: the claim's devices (checkpoint, podresources) and the CDI device IDs handed to
