@@ -7,7 +7,7 @@ expects. By default (--swap kubelet) only the kubelet changes from step to step:
 at the newer endpoint (KUBELET_VERSION, within the version-skew policy), so a step builds one binary
 instead of four; a step older than the skew allows, or --swap all, runs that release's own control
 plane. A release that cannot be built here (403 on the proxy, no checksum entry) is skipped, as
-`git bisect skip` would.
+`git bisect skip` would; an endpoint that cannot be had is refused before anything is built or started.
 """
 
 from __future__ import annotations
@@ -177,6 +177,9 @@ def _run(args: argparse.Namespace) -> int:
     if good == bad:
         raise BadInput(f"--good and --bad are both {good}", "give two different releases")
     older, newer = sorted((good, bad))
+    # The endpoints must be had (the steps between are probed below, and skipped when they cannot be built).
+    wanted = [need for end in (older, newer) for need in release_run.needed(*step_versions(end, newer, args.swap))]
+    release_run.refuse_unavailable(wanted, lambda line: print(f"[bisect] {line}", flush=True))
     releases = releases_between(older, newer, proxy_serves)
     print(f"[bisect] {len(releases)} releases from {older} to {newer}: {', '.join(map(str, releases))}", flush=True)
     steps: list[dict[str, str]] = []

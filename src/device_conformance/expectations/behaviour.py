@@ -152,13 +152,20 @@ COMPONENTS = (KUBELET, CONTROLLER_MANAGER, SCHEDULER)
 
 @dataclass(frozen=True)
 class ClusterVersions:
-    """The releases of a cluster under test: the node's kubelet and the control plane."""
+    """The releases of a cluster under test: the node's kubelet and the control plane. `patch`: why the
+    components in `patched` (built from a source tree, K8S_SOURCE) are their release plus a patch, not exactly
+    it (toolchain/source_tree.py); "" when every component is a release."""
 
     kubelet: KubeVersion
     control_plane: KubeVersion
+    patch: str = ""
+    patched: frozenset[str] = frozenset()
 
     def of(self, component: str) -> KubeVersion:
         return self.kubelet if component == KUBELET else self.control_plane
+
+    def patched_component(self, component: str) -> bool:
+        return bool(self.patch) and component in self.patched
 
 
 @dataclass(frozen=True, init=False)
@@ -284,6 +291,35 @@ class KnownBug:
         """What a test of this bug says on `version`: the issue, the title and the fix as it concerns
         that release's branch."""
         return f"known upstream bug {self.issue} on Kubernetes {version}: {self.title} ({self.describe_fix(version)})"
+
+
+@dataclass(frozen=True)
+class ExpectedFailure:
+    """How a test of a known bug is judged where the bug affects the release under test: a strict expected
+    failure (its passing turns red: the fix reached the release and the data must say so), except on a
+    component built from a patched source tree, where the patch may be the fix: not strict, and said so."""
+
+    strict: bool
+    reason: str
+
+
+PATCHED_TREE = "patched tree"
+
+
+def expected_failure(bug: KnownBug, versions: ClusterVersions) -> ExpectedFailure | None:
+    """The expected failure of `bug`'s test on this cluster (None where the bug does not affect the release of
+    its component). A source tree that is a release plus a patch is judged as that release with a patch: the
+    known bug stays expected, not strictly."""
+    version = bug.judged_on(versions)
+    if not bug.affects(version):
+        return None
+    if versions.patched_component(bug.component):
+        return ExpectedFailure(
+            strict=False,
+            reason=f"{PATCHED_TREE}: the known bug {bug.issue} may be fixed by the patch ({versions.patch}); "
+            f"{bug.describe(version)}",
+        )
+    return ExpectedFailure(strict=True, reason=bug.describe(version))
 
 
 _ISSUE_RE = re.compile(r"[A-Za-z0-9_.-]+#\d+")

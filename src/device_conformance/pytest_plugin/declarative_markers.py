@@ -13,7 +13,8 @@ fix) and recorded: a user property per entry (JUnit <properties>), a `scenario(i
 and a summary under --collect-only. The version-dependent effect waits for test setup, against the
 version actually under test (the `kube_version` fixture: with the local provider it is known only once the
 cluster is up): `since` skips naming the version the test needs, `known_bug` makes the test a strict xfail
-on the versions the bug affects.
+on the versions the bug affects (not strict on a component built from a patched source tree, whose patch may
+fix the bug: expectations.behaviour.expected_failure).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import pytest
 
 from device_conformance import expectations
 from device_conformance.expectations import scenarios as catalogue
-from device_conformance.expectations.behaviour import ClusterVersions, KnownBug
+from device_conformance.expectations.behaviour import ClusterVersions, KnownBug, expected_failure
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.pytest_plugin.known_bug_blocks import uses_blocks
 from device_conformance.pytest_plugin.options import known_bugs_ignored
@@ -194,16 +195,19 @@ def pytest_pycollect_makeitem(
 # -- effect (setup) -----------------------------------------------------------------------------------
 
 
-def known_bug_marker(bug: KnownBug, version: KubeVersion) -> pytest.MarkDecorator | None:
-    """A strict xfail for versions the bug affects (None otherwise): never weaken the test instead."""
-    if not bug.affects(version):
+def known_bug_marker(bug: KnownBug, version: KubeVersion | ClusterVersions) -> pytest.MarkDecorator | None:
+    """A strict xfail for versions the bug affects (None otherwise): never weaken the test instead. On a
+    component built from a patched source tree the xfail is not strict (expectations.behaviour.expected_failure)."""
+    versions = version if isinstance(version, ClusterVersions) else ClusterVersions(version, version)
+    expected = expected_failure(bug, versions)
+    if expected is None:
         return None
-    return pytest.mark.xfail(strict=True, reason=bug.describe(version))
+    return pytest.mark.xfail(strict=expected.strict, reason=expected.reason)
 
 
-def apply_known_bug(item: pytest.Item, bug: KnownBug, version: KubeVersion) -> bool:
-    """Mark `item` a strict xfail if `bug` affects `version`; returns whether it does."""
-    marker = known_bug_marker(bug, version)
+def apply_known_bug(item: pytest.Item, bug: KnownBug, versions: ClusterVersions) -> bool:
+    """Mark `item` an xfail if `bug` affects the release of its component; returns whether it does."""
+    marker = known_bug_marker(bug, versions)
     if marker is not None:
         item.add_marker(marker)
     return marker is not None
@@ -219,7 +223,7 @@ def apply(item: pytest.Item, found: Declared, versions: ClusterVersions) -> None
     if uses_blocks(item) or known_bugs_ignored(item.config):
         return  # known-bug blocks mark only their own checks; --ignore-known-bugs: the raw outcome
     for bug in found.bugs:
-        apply_known_bug(item, bug, bug.judged_on(versions))
+        apply_known_bug(item, bug, versions)
 
 
 @pytest.fixture(autouse=True)

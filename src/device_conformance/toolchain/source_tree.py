@@ -5,6 +5,14 @@ and every staging module it replaces under staging/src/k8s.io/<name>. Its versio
 from a version file in the format of hack/lib/version.sh's KUBE_GIT_VERSION_FILE (written by
 `device-conformance k8s-source get`, whose trees have no .git), else from `git describe` as
 hack/lib/version.sh runs it (a real checkout). Neither: K8S_VERSION must say it.
+
+A tree is judged as "release + patch" unless it is exactly a release: a clean checkout at the release's tag,
+or a version file hack/lib/version.sh wrote for one (KUBE_GIT_TREE_STATE='clean', the bare tag). A checkout
+past its tag (git describe v1.37.1-3-g<commit>), with uncommitted changes (git status, as hack/lib/version.sh
+asks it), a version file that says so (v1.37.1-3+<commit>, 'dirty'), and a tree from `k8s-source get`
+('archive': no git history tells an edit apart) count as the release they name plus a patch: a known bug of
+that release may be fixed by the patch, so its expected failure is not strict there (TreeVersion.patch,
+expectations.behaviour.ClusterVersions.patch).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from device_conformance.toolchain.gobuild import UNBUILT_STAGING, staging_module
 # hack/lib/version.sh sources this format (kube::version::save_version_vars); the name is ours.
 VERSION_FILE = ".kube-version-defs"
 _VERSION_LINE = re.compile(r"^KUBE_GIT_VERSION='([^']*)'$", re.M)
+_STATE_LINE = re.compile(r"^KUBE_GIT_TREE_STATE='([^']*)'$", re.M)
 
 
 @dataclass(frozen=True)
@@ -30,6 +39,8 @@ class TreeVersion:
 
     version: KubeVersion
     how: str
+    # Why the tree counts as `version` plus a patch ("" when it is exactly that release): see the module doc.
+    patch: str = ""
 
 
 def check_tree(tree: Path) -> None:
@@ -89,22 +100,40 @@ def tree_version(tree: Path) -> TreeVersion | None:
     """The release `tree` is, from its version file or `git describe`; None when neither says."""
     defs = tree / VERSION_FILE
     if defs.is_file():
-        match = _VERSION_LINE.search(defs.read_text())
+        text = defs.read_text()
+        match = _VERSION_LINE.search(text)
         if match:
-            return _release(match.group(1), f"{defs} says {match.group(1)}")
+            state = _STATE_LINE.search(text)
+            return _release(match.group(1), f"{defs} says {match.group(1)}", state.group(1) if state else "")
     described = _git_describe(tree)
     if described is not None:
-        return _release(described, f"git describe in {tree} says {described}")
+        return _release(described, f"git describe in {tree} says {described}", _git_tree_state(tree))
     return None
 
 
-def _release(text: str, how: str) -> TreeVersion:
+def _release(text: str, how: str, state: str) -> TreeVersion:
+    """The release `text` names; `state` is KUBE_GIT_TREE_STATE's value ("clean", "dirty", "archive", "")."""
     try:
-        return TreeVersion(KubeVersion.from_reported(text), how)
+        version = KubeVersion.from_reported(text)
     except BadInput:
         raise BadInput(
             f"K8S_SOURCE: {how}, which is not a Kubernetes version", "set K8S_VERSION=MAJOR.MINOR.PATCH"
         ) from None
+    return TreeVersion(version, how, patch_of(version, text, state))
+
+
+def patch_of(version: KubeVersion, text: str, state: str) -> str:
+    """Why a tree whose version says `text` (in tree state `state`) is `version` plus a patch; "" when it is
+    exactly that release (the bare tag, in a clean tree)."""
+    if text.strip().removeprefix("v") != str(version):
+        return f"{text.strip()} is past the tag {version.tag}"
+    if state == "clean":
+        return ""
+    if state == "dirty":
+        return f"{version.tag} with uncommitted changes"
+    if state == "archive":
+        return f"{version.tag} from a module zip, with no git history to tell an edit apart"
+    return f"{version.tag} in tree state {state or 'unknown'}"
 
 
 def write_version_file(tree: Path, version: KubeVersion) -> None:
@@ -127,3 +156,14 @@ def _git_describe(tree: Path) -> str | None:
         check=False,
     )
     return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def _git_tree_state(tree: Path) -> str:
+    # hack/lib/version.sh: clean when `git status --porcelain` prints nothing, dirty otherwise (untracked files too).
+    proc = subprocess.run(
+        [shutil.which("git") or "git", "-C", str(tree), "status", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return "clean" if proc.returncode == 0 and not proc.stdout.strip() else "dirty"
