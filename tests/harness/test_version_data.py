@@ -239,6 +239,18 @@ VERDICTS = [
             ("1.38.0-beta.0", False),
         ]
     ],
+    *[
+        (deviceplugin.INFLIGHT_ALLOCATION_DROPPED_ON_REBUILD, release, affected)
+        for release, affected in [
+            ("1.28.15", True),
+            ("1.34.12", True),
+            ("1.35.10", True),  # no cherry-pick
+            ("1.36.6", True),
+            ("1.37.2", True),
+            ("1.38.0-alpha.0", True),
+            ("1.38.0-alpha.1", False),
+        ]
+    ],
 ]
 
 
@@ -549,6 +561,9 @@ MATRIX_TABLE = {
     "kubernetes#131968": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0, no cherry-pick
     "kubernetes#138446": ("kubelet", "TTTTTTT"),  # a completed init container re-admitted, from 1.28.0, unfixed
     "finding:device-removed-during-allocate-panics": ("kubelet", "TTTTTTT"),  # from 1.28.0 (vouched), unfixed
+    # an allocation in flight loses its devices when an ended pod's are freed: from 1.28.0 (vouched), fixed
+    # 1.38.0-alpha.1 (#137534), no cherry-pick
+    "kubernetes#137534": ("kubelet", "TTTTTTT"),
     # podresources repeats a claim's earlier CDI IDs: from 1.31.0 (per-device entries), unfixed (the test needs 1.34)
     "finding:podresources-repeats-earlier-cdi-ids": ("kubelet", "TTTTTTT"),
 }
@@ -581,6 +596,7 @@ OLDER_AFFECTED = {
     "kubernetes#135485": "TTT",  # Get of an ended pod from 1.27.0 (gate off before 1.34: the test skips)
     "kubernetes#138446": "TTT",  # from 1.28.0 (#116376 and #118635), unfixed
     "finding:device-removed-during-allocate-panics": "TTT",  # the same lines in module source v1.28.15
+    "kubernetes#137534": "TTT",  # the same lines in module source v1.28.15, fixed 1.38.0-alpha.1 only
 }
 
 

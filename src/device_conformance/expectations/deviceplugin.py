@@ -396,3 +396,28 @@ DEVICE_REMOVED_DURING_ALLOCATE_PANICS = KnownBug(
         "test_device_removed_while_its_allocate_is_in_flight_does_not_crash_the_kubelet"
     ),
 )
+
+# allocateContainerResources (pkg/kubelet/cm/devicemanager/manager.go) marks the devices devicesToAllocate picked in
+# allocatedDevices and calls the plugin's Allocate outside the manager's lock; the pod's devices reach podDevices
+# only with the answer. UpdateAllocatedDevices, called before every allocation and by podresources List
+# (apis/podresources/server_v1.go), rebuilt allocatedDevices from podDevices alone whenever some pod had become
+# inactive, so an allocation in flight at that moment lost its devices, and nothing marked them again after the
+# answer: the next pod could be given the same device. PR #137534 ("kubelet/devicemanager: preserve in-flight
+# reservations across allocatedDevices rebuilds", no issue filed; its unit test: "pod1=[dev0] pod2=[dev0]"): the
+# release note "Fixed a bug where Kubelet device manager may assign the same device ID to multiple pods
+# simultaneously" is in CHANGELOG-1.38 v1.38.0-alpha.1 (read in the v1.38.0-beta.0 zip), and the reservations
+# (podDevices.reserve, regenerateAllocatedDevicesLocked) are in module source v1.38.0-beta.0, not in v1.37.1 or
+# v1.37.2 (identical pkg/kubelet). No release note of 1.34 (to v1.34.13), 1.35 (to v1.35.10), 1.36 (to v1.36.6) or
+# 1.37 (to v1.37.2) names it, and no cherry-pick was found in the issue tracker. First affected: 1.28.0 is the
+# earliest this entry vouches for (the rebuild in UpdateAllocatedDevices, the Allocate call outside the lock and
+# List calling UpdateAllocatedDevices are in module source v1.28.15, v1.34.12, v1.36.4 and v1.37.1).
+INFLIGHT_ALLOCATION_DROPPED_ON_REBUILD = KnownBug(
+    issue="kubernetes#137534",
+    title="a device whose Allocate is in flight when an ended pod's devices are freed is given to the next pod too",
+    first_affected="1.28.0",
+    fixes=(Fix("1.38.0-alpha.1", "kubernetes#137534"),),
+    shown_by=(
+        "suites/device_plugin/test_inflight_allocation.py::test_device_of_an_allocation_in_flight_is_not_given_to_the_"
+        "next_pod"
+    ),
+)
