@@ -8,7 +8,9 @@ Each run is `pytest suites -n WORKERS --dist loadgroup` with a tag of its own in
 apart from other sessions' clusters on the machine. After each run the check records:
 
 1. its outcome from the JUnit XML: passed / failed / error / xfailed / skipped and the wall time, and
-   each failed test with the first line of its message (the flakes to fix);
+   each failed test with the first line of its message (the flakes to fix); and from its output, the
+   workers whose cluster came up only at a second bring-up (green, but flagged: the machine or the harness
+   lost a race there) or never (pytest_plugin/bringup_report.py's closing section);
 2. what of ours is left on the host: the inventory (processes, mounts, cgroups, network namespaces,
    bridges and veths, iptables rules, sockets, run directories) diffed against a snapshot taken before
    the first run, keeping only items marked with the run's tag or with the ids of the clusters its
@@ -30,6 +32,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -62,6 +65,7 @@ class RunResult:
     failures: list[str] = field(default_factory=list)  # "nodeid: first line of the message"
     left: list[str] = field(default_factory=list)
     clusters: list[str] = field(default_factory=list)  # the local clusters its workers owned
+    bringups: list[str] = field(default_factory=list)  # "gw2 recovered at bring-up 2", "gw1 gave up"
 
     @property
     def green(self) -> bool:
@@ -90,6 +94,29 @@ def junit_outcomes(path: Path) -> tuple[dict[str, int], list[str]]:
             break
         counts[outcome] += 1
     return counts, failures
+
+
+# The closing section pytest_plugin/bringup_report.py writes (its SECTION; bench/ may not import the plugin, and
+# tests/harness/test_soak.py holds the two equal), one line per worker outcome after its failed bring-ups.
+SECTION = "cluster bring-ups that failed"
+_RECOVERED = re.compile(r"^(\w+): cluster up at bring-up (\d+); the worker went on$")
+_GAVE_UP = re.compile(r"^(\w+): gave up on its cluster;")
+
+
+def bringup_outcomes(output: str) -> list[str]:
+    """The workers of a run whose cluster needed a second bring-up, from its output's closing section."""
+    if f"= {SECTION} =" not in output:
+        return []
+    section = output.split(f"= {SECTION} =", 1)[1]
+    found = []
+    for line in section.splitlines():
+        if m := _RECOVERED.match(line):
+            found.append(f"{m[1]} recovered at bring-up {m[2]}")
+        elif m := _GAVE_UP.match(line):
+            found.append(f"{m[1]} gave up")
+        elif line.startswith("=") and found:
+            break  # the next section
+    return found
 
 
 class ClusterOwners:
@@ -291,17 +318,21 @@ def one_run(index: int, args: argparse.Namespace, logs: Path, before: inventory.
         failures = [f"(no JUnit XML: pytest exited {code}; see {logs / f'run-{index:02d}.log'})"]
     ours = inventory.Ours(run_ids=frozenset(owners.run_ids), tags=frozenset({tag}))
     left = [str(item) for item in inventory.leaks(before, inventory.snapshot(), ours)]
-    return RunResult(index, code, wall, counts, failures, left, sorted(owners.run_ids))
+    output = (logs / f"run-{index:02d}.log").read_text(errors="replace")
+    return RunResult(index, code, wall, counts, failures, left, sorted(owners.run_ids), bringup_outcomes(output))
 
 
 def table(results: list[RunResult]) -> str:
     lines = [
-        "| run | exit | wall | passed | failed | error | xfailed | skipped | left behind |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| run | exit | wall | passed | failed | error | xfailed | skipped | left behind | bring-ups retried |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         cells = " | ".join(str(r.counts[o]) for o in OUTCOMES)
-        lines.append(f"| {r.index} | {r.returncode} | {r.wall_s:.0f} s | {cells} | {len(r.left) or 'nothing'} |")
+        retried = ", ".join(r.bringups) or "none"
+        lines.append(
+            f"| {r.index} | {r.returncode} | {r.wall_s:.0f} s | {cells} | {len(r.left) or 'nothing'} | {retried} |"
+        )
     failed = [(r.index, f) for r in results for f in r.failures]
     if failed:
         lines += ["", "Failures:", *(f"- run {index}: {line}" for index, line in failed)]

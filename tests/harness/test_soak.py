@@ -67,14 +67,14 @@ def test_a_run_is_green_only_with_exit_0_no_failure_and_nothing_left(soak):
 def test_the_table_lists_every_run_then_the_failures_and_leftovers(soak):
     counts = {"passed": 150, "failed": 1, "error": 0, "xfailed": 6, "skipped": 2}
     results = [
-        soak.RunResult(1, 0, 612.4, {**counts, "failed": 0}),
+        soak.RunResult(1, 0, 612.4, {**counts, "failed": 0}, bringups=["gw2 recovered at bring-up 2"]),
         soak.RunResult(2, 1, 640.0, counts, ["suites/dra/test_x.py::test_a: timed out"], ["mount /run/x"]),
     ]
     assert soak.table(results).splitlines() == [
-        "| run | exit | wall | passed | failed | error | xfailed | skipped | left behind |",
-        "|---|---|---|---|---|---|---|---|---|",
-        "| 1 | 0 | 612 s | 150 | 0 | 0 | 6 | 2 | nothing |",
-        "| 2 | 1 | 640 s | 150 | 1 | 0 | 6 | 2 | 1 |",
+        "| run | exit | wall | passed | failed | error | xfailed | skipped | left behind | bring-ups retried |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        "| 1 | 0 | 612 s | 150 | 0 | 0 | 6 | 2 | nothing | gw2 recovered at bring-up 2 |",
+        "| 2 | 1 | 640 s | 150 | 1 | 0 | 6 | 2 | 1 | none |",
         "",
         "Failures:",
         "- run 2: suites/dra/test_x.py::test_a: timed out",
@@ -82,3 +82,26 @@ def test_the_table_lists_every_run_then_the_failures_and_leftovers(soak):
         "Left behind:",
         "- run 2: mount /run/x",
     ]
+
+
+def test_a_retried_bring_up_is_read_from_the_runs_closing_section(soak):
+    # The lines pytest_plugin/bringup_report.py writes (tests/harness/test_cluster_bringup_retry.py runs it).
+    output = "\n".join(
+        [
+            "[device-conformance] gw0: cluster bring-up 1 of 2 failed after 3.0 s: etcd did not answer",
+            "..........",
+            "======================== cluster bring-ups that failed =========================",
+            "gw0: cluster bring-up 1 of 2 failed after 3.0 s: etcd did not answer",
+            "gw0: cluster up at bring-up 2; the worker went on",
+            "gw3: cluster bring-up 1 of 2 failed after 0.1 s: port 2379 taken",
+            "gw3: cluster bring-up 2 of 2 failed after 0.1 s: port 2379 taken",
+            "gw3: gave up on its cluster; the causes are in the error of t.py::a; 2 more of its tests errored",
+            "=========================== short test summary info ============================",
+            "gw9: cluster up at bring-up 2; the worker went on",
+        ]
+    )
+    assert soak.bringup_outcomes(output) == ["gw0 recovered at bring-up 2", "gw3 gave up"]
+    assert soak.bringup_outcomes("== 3 passed in 1.0s ==") == []
+    from device_conformance.pytest_plugin import bringup_report
+
+    assert soak.SECTION == bringup_report.SECTION
