@@ -66,9 +66,10 @@ def run_device_plugin(defects=(), **overrides):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def run_dra_driver(defects=(), claims=CLAIMS, patterns=()):
+def run_dra_driver(defects=(), claims=CLAIMS, patterns=(), make_claims=None):
     """Certify the fake DRA driver (two devices, claims A and B allocated as ALLOCATED through its state file) with
-    `defects` (contract breaches) or `patterns` (behaviours real drivers have that the contract allows)."""
+    `defects` (contract breaches) or `patterns` (behaviours real drivers have that the contract allows);
+    `make_claims`: DraDriverTarget.make_claims (--claims auto), given with claims=()."""
     root = _short_dir("cdra-")
     try:
         config = DriverConfig(
@@ -97,6 +98,7 @@ def run_dra_driver(defects=(), claims=CLAIMS, patterns=()):
             claims=list(claims),
             allocated=ALLOCATED,
             cdi_dir=str(root / "cdi"),
+            make_claims=make_claims,
             name="fake DRA driver",
             version="test",
             workdir=root / "work",

@@ -64,6 +64,10 @@ RECORD_ONLY = frozenset({"DRA-CDI-VALID", "DRA-CDI-REMOVED", "DRA-SLICES"})
 NOT_AN_ANSWER = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
 
 
+# -> an object with claims, allocated (as DraDriverTarget's) and a note for the report (dra_auto_claims.MadeClaims).
+MakeClaims = Callable[[Callable[[], "str | None"]], Any]
+
+
 @dataclass
 class DraDriverTarget:
     registry_dir: str
@@ -76,6 +80,9 @@ class DraDriverTarget:
     kubeconfig: str | None = None
     node_name: str | None = None
     slices_timeout: float = SLICES_TIMEOUT
+    # --claims auto (certify/dra_auto_claims.py): makes the claims once the driver serves (it may publish its
+    # slices only then), given a probe naming why the subject is gone (None while it runs).
+    make_claims: MakeClaims | None = None
     name: str = ""
     version: str = ""
     workdir: Path = Path(".")
@@ -148,6 +155,8 @@ class DraDriverCertifier:
             if self.proc:
                 self.proc.start()
             for clause_id, step in steps.items():
+                if clause_id == "DRA-PREPARE":
+                    self._make_claims(cert)
                 uses_subject = clause_id not in RECORD_ONLY
                 cert.results.append(self.crash.run(clauses[clause_id], step, uses_subject=uses_subject))
         finally:
@@ -158,6 +167,19 @@ class DraDriverCertifier:
         if self.t.kubeconfig:
             cert.api_versions.append("resource.k8s.io/v1 (ResourceSlice)")
         return cert
+
+    def _make_claims(self, cert: Certification) -> None:
+        """--claims auto: claims made now that the driver serves; a BadInput from there ends the run."""
+        if self.t.make_claims is None or self.client is None:
+            return
+        made = self.t.make_claims(self._subject_gone)
+        self.t.claims, self.t.allocated = list(made.claims), dict(made.allocated)
+        cert.notes.append(made.note)
+
+    def _subject_gone(self) -> str | None:
+        if self.proc and not self.proc.running():
+            return f"the subject exited ({self.proc.exit_status()})"
+        return None
 
     def _cleanup(self, cert: Certification) -> None:
         """Unprepare whatever is still prepared, so a real node is left as found."""

@@ -113,12 +113,21 @@ def problems(slices: list[dict[str, Any]], driver: str, node_name: str | None) -
 
 
 def list_slices(kubeconfig: str, driver: str, node_name: str | None) -> list[dict[str, Any]]:
-    """The driver's ResourceSlices (resource.k8s.io/v1), for node_name when given."""
+    """The driver's ResourceSlices for node_name when given, in the newest version the API server serves of
+    resource.k8s.io/v1 (1.34+), v1beta2 (1.33) and v1beta1 (1.32): an older one answers 404 for the newer."""
     from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
 
     api = client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
     selectors = [f"spec.driver={driver}"] + ([f"spec.nodeName={node_name}"] if node_name else [])
-    listed = api.list_cluster_custom_object(
-        "resource.k8s.io", "v1", "resourceslices", field_selector=",".join(selectors)
-    )
-    return list(listed.get("items") or [])
+    for version in ("v1", "v1beta2", "v1beta1"):
+        try:
+            listed = api.list_cluster_custom_object(
+                "resource.k8s.io", version, "resourceslices", field_selector=",".join(selectors)
+            )
+        except ApiException as exc:
+            if exc.status == 404 and version != "v1beta1":
+                continue
+            raise
+        return list(listed.get("items") or [])
+    return []

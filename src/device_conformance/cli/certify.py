@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
 
 from device_conformance.certify import limits, report_text, summary
@@ -66,12 +67,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dra.add_argument(
         "--claims",
         help="JSON/YAML list of {namespace, name, uid[, devices]}: claims allocated to this node that the driver can "
-        "prepare (two for every clause; `devices`: the allocated device names, checked on prepare); without it the "
-        "prepare clauses are NOT APPLICABLE",
+        "prepare (two for every clause; `devices`: the allocated device names, checked on prepare); or `auto` (needs "
+        "--kubeconfig and --node): once the driver serves, the tool makes two claims itself from the driver's "
+        "ResourceSlices for the node, allocated and reserved as the scheduler does, in a namespace of its own "
+        "deleted afterwards (for drivers whose device names are generated at start-up; a file named auto: ./auto); "
+        "without --claims the prepare clauses are NOT APPLICABLE",
     )
     dra.add_argument("--cdi-dir", default="/var/run/cdi", help="where the driver writes CDI specs (/var/run/cdi)")
-    dra.add_argument("--kubeconfig", help="an API server to read the driver's ResourceSlices from")
-    dra.add_argument("--node", help="the node the driver runs for (ResourceSlices)")
+    dra.add_argument(
+        "--kubeconfig", help="an API server to read the driver's ResourceSlices (and --claims) from, or make claims in"
+    )
+    dra.add_argument("--node", help="the node the driver runs for (ResourceSlices, --claims auto)")
     _common(dra)
     dra.set_defaults(func=_dra_driver)
     sample = kinds.add_parser(
@@ -150,26 +156,36 @@ def _device_plugin(args: argparse.Namespace) -> int:
     return _finish(certify_device_plugin(target), args.out)
 
 
+def _log(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
 def _dra_driver(args: argparse.Namespace) -> int:
     _quiet_grpc()
+    from device_conformance.certify import dra_auto_claims
     from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver, load_claims
 
-    claims, allocated = load_claims(args.claims) if args.claims else ([], {})
-    target = DraDriverTarget(
-        registry_dir=args.registry_dir,
-        driver=args.driver,
-        command=args.command,
-        claims=claims,
-        allocated=allocated,
-        cdi_dir=args.cdi_dir,
-        kubeconfig=args.kubeconfig,
-        node_name=args.node,
-        name=args.subject_name,
-        version=args.subject_version,
-        workdir=_workdir(args.out),
-    )
-    print(f"certifying DRA driver {args.driver} through {args.registry_dir} ...", file=sys.stderr)
-    return _finish(certify_dra_driver(target), args.out)
+    auto = args.claims == dra_auto_claims.AUTO
+    claims, allocated = load_claims(args.claims) if args.claims and not auto else ([], {})
+    # --claims auto: the API server is checked before anything starts; what the run makes is deleted on leaving.
+    session = dra_auto_claims.session(args.kubeconfig, args.driver, args.node, log=_log) if auto else nullcontext()
+    with session as maker:
+        target = DraDriverTarget(
+            registry_dir=args.registry_dir,
+            driver=args.driver,
+            command=args.command,
+            claims=claims,
+            allocated=allocated,
+            cdi_dir=args.cdi_dir,
+            kubeconfig=args.kubeconfig,
+            node_name=args.node,
+            make_claims=maker.make if maker else None,
+            name=args.subject_name,
+            version=args.subject_version,
+            workdir=_workdir(args.out),
+        )
+        print(f"certifying DRA driver {args.driver} through {args.registry_dir} ...", file=sys.stderr)
+        return _finish(certify_dra_driver(target), args.out)
 
 
 def _sample_device_plugin(args: argparse.Namespace) -> int:
@@ -205,32 +221,34 @@ def _clauses(_: argparse.Namespace) -> int:
 
 def _dra_test_driver(args: argparse.Namespace) -> int:
     _quiet_grpc()
-    from device_conformance.certify import upstream, upstream_cluster
+    from device_conformance.certify import dra_auto_claims, upstream, upstream_cluster
     from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver
 
     version = KubeVersion.parse(args.k8s_version)
     workdir = _workdir(args.out)  # a refused --out is known before minutes of building
-    binary = upstream.build_dra_test_driver(version, lambda line: print(line, file=sys.stderr))
+    binary = upstream.build_dra_test_driver(version, _log)
     root = Path(tempfile.mkdtemp(prefix="dra-", dir="/tmp"))  # short: sockets live there
+    driver = upstream.DRA_TEST_DRIVER_NAME
     try:
-        # A local cluster holding claims allocated to its node (the kubeletplugin helper reads them there).
-        cluster = upstream_cluster.api_server(
-            version, cluster=not args.no_cluster, log=lambda line: print(line, file=sys.stderr)
-        )
-        with cluster as api:
-            target = DraDriverTarget(
-                registry_dir=str(root / "registry"),
-                driver=upstream.DRA_TEST_DRIVER_NAME,
-                command=upstream.dra_test_driver_command(binary, root, api.kubeconfig, api.node_name),
-                claims=api.claims,
-                allocated=api.allocated,
-                cdi_dir=str(root / "cdi"),
-                kubeconfig=str(api.kubeconfig) if api.kubeconfig else None,
-                node_name=api.node_name,
-                name=f"upstream DRA test driver kubelet-plugin ({upstream.DRA_TEST_DRIVER})",
-                version=version.tag,
-                workdir=workdir,
+        # A local cluster; the claims are made as `--claims auto` makes them, from the slices the driver publishes
+        # once it serves (the kubeletplugin helper reads every claim it prepares from the API server).
+        with upstream_cluster.api_server(version, cluster=not args.no_cluster, log=_log) as api:
+            claims = (
+                dra_auto_claims.session(api.kubeconfig, driver, api.node_name, log=_log) if api.kubeconfig else None
             )
-            return _finish(certify_dra_driver(target), args.out)
+            with claims or nullcontext() as maker:
+                target = DraDriverTarget(
+                    registry_dir=str(root / "registry"),
+                    driver=driver,
+                    command=upstream.dra_test_driver_command(binary, root, api.kubeconfig, api.node_name),
+                    make_claims=maker.make if maker else None,
+                    cdi_dir=str(root / "cdi"),
+                    kubeconfig=str(api.kubeconfig) if api.kubeconfig else None,
+                    node_name=api.node_name,
+                    name=f"upstream DRA test driver kubelet-plugin ({upstream.DRA_TEST_DRIVER})",
+                    version=version.tag,
+                    workdir=workdir,
+                )
+                return _finish(certify_dra_driver(target), args.out)
     finally:
         shutil.rmtree(root, ignore_errors=True)
