@@ -80,6 +80,9 @@ class DeviceSpecConfig:
 #       enumeration counter, a random UUID) that a plugin restart renames.
 #   list-omits-allocated: LIST_DELAY after Allocate handed a device out, ListAndWatch sends the list without it
 #       (a plugin that lists free devices, not all of them: the node's capacity shrinks while pods hold devices).
+#   allocate-mounts-host-dev: every Allocate answer also mounts the node's /dev, read-only, at HOST_DEV_MOUNT (a
+#       plugin that hands its containers the host's /dev so that devices plugged later show up): the container
+#       sees every device node of the node, those of other containers' devices too.
 # (No re-registration after a kubelet restart is auto_reregister=False.)
 DEFECTS = (
     "duplicate-device-ids",
@@ -94,7 +97,10 @@ DEFECTS = (
     "allocate-refuses-handed-out-id",
     "ids-change-per-start",
     "list-omits-allocated",
+    "allocate-mounts-host-dev",
 )
+# Where allocate-mounts-host-dev mounts the node's /dev in the container.
+HOST_DEV_MOUNT = "/host/dev"
 
 # Behaviours of real plugins that keep the contract (DevicePluginConfig.patterns), so the certifier can be shown
 # to pass them:

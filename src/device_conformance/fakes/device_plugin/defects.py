@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from device_conformance.fakes.device_plugin.allocate import preferred as kubelet_order
-from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig
+from device_conformance.fakes.device_plugin.config import HOST_DEV_MOUNT, DeviceConfig, DevicePluginConfig
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 
 
@@ -84,3 +84,10 @@ def refused_ids(config: DevicePluginConfig, handed_out: frozenset[str], request:
     if "allocate-refuses-handed-out-id" not in config.defects:
         return []
     return sorted({i for r in request.container_requests for i in r.devices_ids} & handed_out)
+
+
+def with_host_dev(config: DevicePluginConfig, response: pb.ContainerAllocateResponse) -> pb.ContainerAllocateResponse:
+    """allocate-mounts-host-dev: the answer also mounts the node's /dev (read-only) at HOST_DEV_MOUNT."""
+    if "allocate-mounts-host-dev" in config.defects:
+        response.mounts.append(pb.Mount(container_path=HOST_DEV_MOUNT, host_path="/dev", read_only=True))
+    return response

@@ -87,7 +87,10 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
             requests = defects.answered_containers(self._config, list(request.container_requests))
             response = pb.AllocateResponse(
                 container_responses=[
-                    container_response(self._config.allocate, list(r.devices_ids), resource) for r in requests
+                    defects.with_host_dev(
+                        self._config, container_response(self._config.allocate, list(r.devices_ids), resource)
+                    )
+                    for r in requests
                 ]
             )
             self._state.hand_out(i for r in request.container_requests for i in r.devices_ids)

@@ -74,3 +74,37 @@ def build_static_spec(kind: str, driver: str, name: str) -> dict[str, Any]:
     """One device that is not a claim's: the driver-wide `common` device or a device's own static spec."""
     edits = {"env": [f"DRA_DRIVER_NAME={driver}", f"DRA_STATIC_DEVICE_{env_suffix(name)}={name}"]}
     return {"cdiVersion": CDI_VERSION, "kind": kind, "devices": [{"name": name, "containerEdits": edits}]}
+
+
+def shared_claims_spec_path(cdi_dir: str, driver: str) -> str:
+    """The one spec of every claim that the defect cdi-claim-edits-global writes."""
+    return os.path.join(cdi_dir, f"{driver}-claims.json")
+
+
+def read_spec(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+def with_claim_globally(spec: dict[str, Any] | None, claim_spec: dict[str, Any]) -> dict[str, Any]:
+    """cdi-claim-edits-global: `spec` (the shared one, or None) with the devices of `claim_spec` (build_spec) added,
+    their env lines in the spec-level containerEdits as well."""
+    merged = spec or {"cdiVersion": claim_spec["cdiVersion"], "kind": claim_spec["kind"], "devices": []}
+    names = {d["name"] for d in claim_spec["devices"]}
+    merged["devices"] = [d for d in merged["devices"] if d["name"] not in names] + claim_spec["devices"]
+    return _global_env(merged)
+
+
+def without_claim_globally(spec: dict[str, Any], claim_uid: str) -> dict[str, Any] | None:
+    """The shared spec without the devices of `claim_uid` (None: no device left, the file goes)."""
+    spec["devices"] = [d for d in spec["devices"] if not d["name"].startswith(f"{claim_uid}-")]
+    return _global_env(spec) if spec["devices"] else None
+
+
+def _global_env(spec: dict[str, Any]) -> dict[str, Any]:
+    env = [line for d in spec["devices"] for line in d["containerEdits"].get("env") or []]
+    spec["containerEdits"] = {"env": list(dict.fromkeys(env))}
+    return spec

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from typing import Any, NoReturn
 
 from device_conformance.fakes.dra_driver import cdi
@@ -36,6 +37,7 @@ class ClaimPreparer:
         # This process's own bookkeeping, for the defects that depend on it (lost on restart, on purpose).
         self._held: set[str] = set()
         self._ever: set[str] = set()
+        self._shared_spec = threading.Lock()  # cdi-claim-edits-global: one file, read and rewritten per claim
 
     def prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
         """Devices for the response; idempotent like a real driver (the kubelet retries). The configured
@@ -120,9 +122,31 @@ class ClaimPreparer:
             spec = cdi.build_spec(self._config.cdi, namespace, name, uid, names)
             if "cdi-invalid-version" in self._config.defects:
                 spec["cdiVersion"] = INVALID_CDI_VERSION
-            cdi.write_spec(spec_file, spec)
+            if "cdi-claim-edits-global" in self._config.defects:
+                spec_file = self._write_globally(spec)
+            else:
+                cdi.write_spec(spec_file, spec)
         self._state.set_prepared(uid, {"namespace": namespace, "name": name, "devices": devices, "cdi_spec": spec_file})
         return devices
+
+    def _write_globally(self, claim_spec: dict[str, Any]) -> str:
+        """cdi-claim-edits-global: the claim's devices into the driver's one spec of all claims; returns its path."""
+        assert self._config.cdi_dir
+        path = cdi.shared_claims_spec_path(self._config.cdi_dir, self._config.driver_name)
+        with self._shared_spec:
+            cdi.write_spec(path, cdi.with_claim_globally(cdi.read_spec(path), claim_spec))
+        return path
+
+    def _remove_globally(self, uid: str) -> None:
+        assert self._config.cdi_dir
+        path = cdi.shared_claims_spec_path(self._config.cdi_dir, self._config.driver_name)
+        with self._shared_spec:
+            spec = cdi.read_spec(path)
+            left = cdi.without_claim_globally(spec, uid) if spec else None
+            if left:
+                cdi.write_spec(path, left)
+            else:
+                cdi.remove_spec(path)
 
     def _restore_lost_spec(self, uid: str, known: dict[str, Any]) -> None:
         """A prepared claim's CDI spec lives on tmpfs and goes with a reboot while the driver's state stays:
@@ -132,7 +156,11 @@ class ClaimPreparer:
         if not spec_file or os.path.exists(spec_file) or "prepare-keeps-lost-cdi-spec" in self._config.defects:
             return
         names = list(dict.fromkeys(d["device_name"] for d in known["devices"]))
-        cdi.write_spec(spec_file, cdi.build_spec(self._config.cdi, known["namespace"], known["name"], uid, names))
+        spec = cdi.build_spec(self._config.cdi, known["namespace"], known["name"], uid, names)
+        if "cdi-claim-edits-global" in self._config.defects:
+            self._write_globally(spec)
+        else:
+            cdi.write_spec(spec_file, spec)
 
     def unprepare(self, uid: str) -> None:
         """Unknown claims succeed: after a restart without state the kubelet must still get through."""
@@ -144,6 +172,8 @@ class ClaimPreparer:
         self._held.discard(uid)
         if self._config.cdi_dir and "unprepare-keeps-cdi" not in defects:
             cdi.remove_spec(cdi.spec_path(self._config.cdi_dir, self._config.driver_name, uid))
+            if "cdi-claim-edits-global" in defects:
+                self._remove_globally(uid)
         self._state.drop_prepared(uid)
 
     def _results(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:

@@ -41,6 +41,10 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 #   cdi-invalid-version: the CDI spec files carry a cdiVersion no CDI release has.
 #   restart-renames-cdi-devices: CDI device names carry the process ID and claims prepared before a restart
 #       are prepared afresh, so the kubelet's recorded CDI IDs no longer match after a driver restart.
+#   cdi-claim-edits-global: every claim's devices go into one CDI spec the driver keeps for all its claims
+#       (<driver>-claims.json), each claim's device edits both in its device and in the spec-level containerEdits,
+#       which the runtime applies for every device of the spec: a container of one claim gets the env of every
+#       other claim prepared before it started.
 DEFECTS = (
     "prepare-without-cdi",
     "prepare-first-device-only",
@@ -54,6 +58,7 @@ DEFECTS = (
     "unprepare-rejects-repeat",
     "cdi-invalid-version",
     "restart-renames-cdi-devices",
+    "cdi-claim-edits-global",
 )
 # Behaviours real drivers have that the DRA API allows (DriverConfig.patterns); a certifier must pass them:
 #   fetch-claims-first: NodePrepareResources reads every claim of the call first and fails the whole call with a

@@ -1,0 +1,88 @@
+"""Black-box isolation: a container without the resource sees none of the device, and the container holding it
+sees exactly its allocation, with a device plugin our fake's or a vendor's (vendor mode, fixtures/vendor.py
+`subject_plugin`).
+
+What a container must see is read from the kubelet, not from the plugin: the device manager's checkpoint
+(kubelet_internal_checkpoint) keeps, per pod UID, container and resource, the plugin's Allocate answer (AllocResp,
+pkg/kubelet/cm/devicemanager/checkpoint/checkpoint.go), whose envs, mounts and device specs the kubelet hands the
+runtime for that container only (pkg/kubelet/cm/devicemanager/manager.go GetDeviceRunContainerOptions), and whose
+CDI devices the runtime resolves in the node's CDI specs. The kubelet calls Allocate only for a container that
+requests the resource (manager.go allocateContainerResources). What a container sees is printed from inside it
+(fixtures/vendor_isolation.py PROBE: /proc/1/environ, every device node with its major:minor, /proc/self/mountinfo).
+
+Not judged, because no black box can tell it from a plugin that keeps the contract: an answer that names another
+device than the one allocated (device IDs are the plugin's own names) or the same devices for every container (a
+plugin whose devices are slots of one shared device answers so). A runtime hook that adds devices from an env var
+of the answer (nvidia-container-runtime's legacy mode) shows device nodes no answer names: reported as such.
+
+Each test, the fake defect it fails on (fakes/device_plugin/config.py DEFECTS; `python -m
+device_conformance.fakes.device_plugin.as_subject --defect NAME` as the vendor command) and the failing line:
+- test_container_without_the_resource_sees_none_of_the_device
+    allocate-mounts-host-dev: `assert not problems` ("main sees N device node(s) nothing allocated to it:
+    ['/host/dev/...', ...]: a container sees the device nodes its allocation names and the runtime's defaults
+    (...), no other")
+"""
+
+import pytest
+from device_conformance.fixtures.device_plugin_blackbox import one_device
+from device_conformance.fixtures.vendor import allocatable_ids, cdi_specs, offered_devices
+from device_conformance.fixtures.vendor_isolation import (
+    answer_items,
+    judge_holder,
+    judge_other_nodes,
+    judge_without,
+    pod_with_plain,
+    seen,
+)
+
+from device_conformance.kubelet_state import allocresp, devicemanager
+
+pytestmark = [pytest.mark.deviceplugin, pytest.mark.vendor_blackbox("device-plugin")]
+
+
+def _answers(node, pod, resource):
+    """{container: its Allocate answer} the kubelet's checkpoint keeps for `pod` and `resource`."""
+    parsed = devicemanager.parse(node.read_file(devicemanager.DEFAULT_PATH))
+    assert parsed.valid, f"the kubelet's checkpoint does not parse: {parsed.reason}"
+    entries = parsed.checkpoint.entries or []
+    return {
+        e.container_name: allocresp.decode_alloc_resp(e.alloc_resp)
+        for e in entries
+        if e.pod_uid == pod.uid and e.resource_name == resource
+    }
+
+
+def test_container_without_the_resource_sees_none_of_the_device(
+    kube, node, pod_factory, subject_plugin, request, tmp_path
+):
+    """One pod, container main asking for one device, container plain for none: plain gets no device (podresources,
+    the checkpoint), main sees exactly the env lines, device nodes and mount points of the Allocate answer the
+    checkpoint keeps for it (CDI devices resolved in the node's CDI specs) and no other device node than a
+    container without devices has; plain sees none of them. NOT APPLICABLE when the answer gives nothing a
+    container could be seen to see (annotations only)."""
+    resource = subject_plugin.resource_name
+    offered_devices(kube, node, resource)
+    offered = allocatable_ids(node, resource)
+    pod = pod_with_plain(pod_factory, "iso", resource)
+    pod.wait_running()
+    held = one_device(pod, resource, offered)
+    assert pod.devices(resource, "plain") == [], f"podresources lists {resource} for container plain of {pod}"
+
+    answers = _answers(node, pod, resource)
+    assert sorted(answers) == ["main"], (
+        f"the kubelet's checkpoint keeps Allocate answers of {resource} for containers {sorted(answers)} of {pod}, "
+        "expected ['main']: the kubelet allocates only for a container that requests the resource"
+    )
+    answer = answers["main"]
+    request.node.user_properties.append(("allocate_answer", repr(answer)))
+    expected = answer_items(answer, cdi_specs(node, tmp_path / "cdi") if answer.cdi_devices else None)
+    if expected.empty:
+        pytest.skip(
+            f"NOT APPLICABLE: the Allocate answer for {held} gives no env, device node or mount a container could "
+            f"be seen to see (annotations {sorted(answer.annotations)})"
+        )
+    main, plain = seen(pod, "main"), seen(pod, "plain")
+    problems = judge_holder(f"container main (holding {held})", expected, main)
+    problems += judge_other_nodes("container main", main, plain, expected)
+    problems += judge_without("container plain", "container main", expected, plain)
+    assert not problems, "\n".join(problems)
