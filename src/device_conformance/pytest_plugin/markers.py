@@ -15,6 +15,8 @@ MARKERS = {
     "vendor_blackbox": "vendor_blackbox('device-plugin' and/or 'dra-driver'): a black-box test that runs against a "
     "vendor's subject of that kind in vendor mode (--vendor-device-plugin / --vendor-dra-driver), against our fake "
     "otherwise; in vendor mode every other test is NOT APPLICABLE",
+    "vendor_patterns": "nested vendor-mode runs with our fakes as the subject: their real-world patterns pass every "
+    "black-box test, their defects fail exactly the tests named for them (suites/vendor_mode)",
     "nodes": "nodes(N): the test needs N nodes with node access that take its pods (kind: --kind-profile "
     "two-nodes); it skips on fewer, naming the count (checked in fixtures/nodes.py)",
     # Harness tests (tests/), deselect with -m "not docker and not kind":

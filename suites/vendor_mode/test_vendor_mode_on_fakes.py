@@ -1,0 +1,485 @@
+"""Vendor mode judged on our fakes as the vendor's subject, against a real kubelet: a fake showing a real-world
+PATTERN (a behaviour the API allows) passes every black-box test or is NOT APPLICABLE for a reason the pattern
+explains, never fails; a fake with a DEFECT fails exactly the black-box tests the test modules' docstrings name
+for it, and nothing else.
+
+Each run below is one nested vendor-mode session, `python -m pytest suites -m vendor_blackbox
+--vendor-dra-driver NAME | --vendor-device-plugin RESOURCE --vendor-command CMD --junitxml=...`, with the outer
+session's provider and version options passed on; the outcome of every test is read from its JUnit XML and
+compared with the table here. A difference fails with the table of differences and the tail of the nested run's
+own output (its whole log and vendor report stay in the test's tmp_path).
+
+Nothing leaks: the nested pytest runs in a session of its own (a Ctrl-C reaches it once, from here), dies with
+this process (setpriv --pdeathsig INT: its own Ctrl-C handling then tears its cluster down), and when this test
+is interrupted (Ctrl-C, or SIGTERM turned into one) it gets SIGINT and TEARDOWN_GRACE seconds to tear its
+cluster down before it is SIGKILLed (a cluster left then is cleaned by the next run's start-up, as after any
+SIGKILL).
+
+Run as a script, this module is the fake device plugin with patterns as_subject has no flag for (DP_SUBJECT).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.vendor_patterns]
+
+# -- expected outcomes ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A test's outcome in a nested run: passed, failed (its failure text containing `text`), or skipped with
+    a reason starting with `text`."""
+
+    result: str
+    text: str = ""
+
+    def matches(self, got: Outcome) -> bool:
+        if self.result != got.result:
+            return False
+        if self.result == "skipped":
+            return got.text.startswith(self.text)
+        return self.text in got.text
+
+    def __str__(self) -> str:
+        return f"{self.result} ({self.text})" if self.text else self.result
+
+
+PASSED = Outcome("passed")
+
+
+def failed(text: str = "") -> Outcome:
+    return Outcome("failed", text)
+
+
+def skipped(reason: str) -> Outcome:
+    return Outcome("skipped", reason)
+
+
+DRA, DP = "dra-driver", "device-plugin"
+# Every `vendor_blackbox` test, by subject kind: a new one fails every run here until it is added (and, where a
+# pattern or defect changes its outcome, listed in that run's `expected`).
+TESTS = {
+    DRA: (
+        "test_dra_vendor_blackbox.py::test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once",
+        "test_dra_vendor_blackbox.py::test_kubelet_restart_does_not_prepare_again_and_unprepares_after",
+        "test_dra_vendor_blackbox.py::test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones",
+        "test_dra_vendor_blackbox.py::test_noexecute_device_taint_rule_evicts_the_pod_and_unprepares",
+        "test_dra_vendor_claims.py::test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last",
+        "test_dra_vendor_claims.py::test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together",
+        "test_dra_vendor_claims.py::test_template_claim_pod_recreated_gets_a_new_claim_prepared_once",
+        "test_dra_vendor_claims.py::test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete",
+        "test_dra_vendor_driver_restart.py::test_driver_restarted_while_the_pod_runs_unprepares_its_claim_after",
+        "test_dra_vendor_driver_restart.py::test_pod_deleted_while_the_driver_is_down_is_unprepared_once_it_is_back",
+        "test_dra_vendor_isolation.py::test_container_without_the_claim_sees_none_of_its_device",
+        "test_dra_vendor_kubelet_restart.py::"
+        "test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares_once",
+        "test_dra_vendor_kubelet_restart.py::test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back",
+        "test_dra_vendor_kubelet_restart.py::"
+        "test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answered",
+        "test_dra_vendor_kubelet_restart.py::test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again",
+        "test_dra_vendor_reboot.py::test_reboot_with_the_driver_running_prepares_the_claim_again",
+        "test_dra_vendor_reboot.py::test_reboot_with_lost_cdi_specs_and_the_driver_back_late",
+    ),
+    DP: (
+        "test_vendor_blackbox.py::test_registered_devices_are_offered_and_podresources_lists_the_same",
+        "test_vendor_blackbox.py::test_pods_get_distinct_offered_devices_until_none_is_left",
+        "test_vendor_blackbox.py::test_over_request_fails_admission_without_an_allocate",
+        "test_vendor_blackbox.py::test_kubelet_restart_keeps_the_device_and_the_plugin_registers_again",
+        "test_vendor_blackbox.py::test_killed_plugin_restarted_keeps_assignments_and_serves_new_pods",
+        "test_vendor_blackbox.py::test_reboot_never_runs_the_pod_without_its_device",
+        "test_vendor_isolation.py::test_container_without_the_resource_sees_none_of_the_device",
+        "test_vendor_lifecycle.py::test_init_container_devices_are_reused_by_the_app_container",
+        "test_vendor_lifecycle.py::test_deleted_pod_frees_its_devices_for_the_next_pod",
+        "test_vendor_lifecycle.py::test_plugin_restarted_twice_in_a_row_registers_and_serves",
+        "test_vendor_lifecycle.py::test_kubelet_sigkill_keeps_pods_devices_and_checkpoint",
+        "test_vendor_lifecycle.py::test_pods_admitted_together_get_distinct_devices",
+        "test_vendor_lifecycle.py::test_containers_of_one_pod_get_distinct_devices",
+        "test_vendor_lifecycle.py::test_kubelet_restart_with_every_device_held_admits_no_more",
+        "test_vendor_lifecycle.py::test_pod_deleted_while_the_plugin_is_down_frees_its_devices",
+    ),
+}
+# What vendor mode says of a test of the other kind (pytest_plugin/vendor.py not_applicable).
+OTHER_KIND = {
+    DRA: skipped("NOT APPLICABLE in vendor mode: a black-box test of device-plugin; the subject is a DRA driver"),
+    DP: skipped("NOT APPLICABLE in vendor mode: a black-box test of dra-driver; the subject is a device plugin"),
+}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One nested vendor-mode run: the subject (our fake with these patterns / defects), why it is what it is,
+    and the outcomes that are not PASSED (every other test of the kind must pass)."""
+
+    id: str
+    kind: str
+    patterns: tuple[str, ...] = ()
+    defects: tuple[str, ...] = ()
+    why: str = ""
+    expected: dict[str, Outcome] = field(default_factory=dict)
+
+
+RUNS = (
+    Run(
+        "dp-list-empty-then-full",
+        DP,
+        patterns=("list-empty-then-full",),
+        # Every ListAndWatch stream sends an empty list first and the full one LIST_DELAY later (a plugin that
+        # answers before its scan is done). The kubelet replaces the resource's device set with each response
+        # (pkg/kubelet/cm/devicemanager/manager.go genericDeviceUpdateCallback); the tests wait for the devices
+        # offered. With an Allocate env named with hyphens (DP_SUBJECT --env-name): the API's envs is a
+        # map<string, string> that the kubelet hands the runtime as it is (manager.go
+        # GetDeviceRunContainerOptions), and a container's environment is read from /proc/1/environ.
+        why="an empty device list before the full one; an env name with hyphens",
+        expected={},
+    ),
+    Run(
+        "dp-defect-allocate-refuses-handed-out-id",
+        DP,
+        defects=("allocate-refuses-handed-out-id",),
+        # Allocate fails for an ID the process handed out before: the kubelet tells a plugin of no release, and
+        # hands an init container's devices to the app containers again (manager.go devicesToAllocate). The two
+        # tests test_vendor_lifecycle.py names for this defect, and no other:
+        why="a plugin keeping its own 'in use' book",
+        expected={
+            "test_vendor_lifecycle.py::test_init_container_devices_are_reused_by_the_app_container": failed(
+                "UnexpectedAdmissionError"
+            ),
+            "test_vendor_lifecycle.py::test_deleted_pod_frees_its_devices_for_the_next_pod": failed(
+                "UnexpectedAdmissionError"
+            ),
+        },
+    ),
+    Run(
+        "dra-kubeletplugin-helper",
+        DRA,
+        patterns=("fetch-claims-first", "serve-after-notify", "cdi-common-device"),
+        # The three touch different calls (NodePrepareResources' reading of claims, the start, the CDI IDs), so one
+        # run shows them together, as a driver on upstream's helper and the example driver's CDI layout is:
+        # - fetch-claims-first is k8s.io/dynamic-resource-allocation/kubeletplugin (draplugin.go,
+        #   nodePluginImplementation.NodePrepareResources -> getResourceClaims: one unreadable claim fails the
+        #   whole call); dra/v1 api.proto allows it: "NodePrepareResources will be called again for those that
+        #   are missing". With a real kubelet every claim is readable, so nothing may change.
+        # - serve-after-notify: the kubelet calls NotifyRegistrationStatus on every new registration socket
+        #   (pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go GenerateRegisterPluginFunc), so a
+        #   driver may wait for it before it serves and publishes; also after each restart.
+        # - cdi-common-device is kubernetes-sigs/dra-example-driver (cmd/dra-example-kubeletplugin/cdi.go
+        #   CreateCommonSpecFile; GetClaimDevices lists cdiCommonDeviceName "common" first): a driver-wide CDI
+        #   device in every claim's answer, never removed. The tests judge claim-specific CDI devices only.
+        why="upstream's kubeletplugin helper, notified before serving, dra-example-driver's common CDI device",
+    ),
+    Run(
+        "dra-cdi-static-per-device",
+        DRA,
+        patterns=("cdi-static-per-device",),
+        # One CDI spec per device written at start-up, never removed; answers name those devices and no per-claim
+        # spec is written. dra/v1 api.proto Device.cdi_device_ids only names "the CDI device IDs" of the device;
+        # the container gets them while the claim is prepared (pkg/kubelet/cm/dra/manager.go GetResources), and
+        # no text asks that a device's spec go with the claim. Its own run: with cdi-common-device the claims
+        # would still have no claim-specific CDI device, and that pattern's point is the two side by side.
+        why="a CDI spec per device, written at start-up (not per claim)",
+    ),
+    Run(
+        "dra-prepare-no-devices",
+        DRA,
+        patterns=("prepare-no-devices",),
+        # Every claim answered with zero devices, no CDI spec (devices applied out of band, e.g. through NRI):
+        # dra/v1 api.proto NodePrepareResourceResponse.devices, "each request may have zero or more devices".
+        # Its own run: it takes the place of whatever CDI layout another pattern has.
+        why="zero devices per claim, no CDI (a driver applying devices through NRI)",
+        expected={
+            "test_dra_vendor_isolation.py::test_container_without_the_claim_sees_none_of_its_device": skipped(
+                "NOT APPLICABLE: the claim's CDI devices [] give no env, device node or mount a container could be "
+                "seen to see"
+            ),
+        },
+    ),
+    Run(
+        "dra-defect-prepare-rejects-repeat",
+        DRA,
+        defects=("prepare-rejects-repeat",),
+        # Not idempotent: NodePrepareResources of a claim the process holds prepared fails ("already prepared").
+        # The kubelet prepares again when it makes a new sandbox (kuberuntime_manager.go SyncPod), e.g. after a
+        # reboot; kubernetes#141966 documents the idempotence. The two tests test_dra_vendor_kubelet_restart.py and
+        # test_dra_vendor_reboot.py name for this defect, and no other:
+        why="NodePrepareResources not idempotent",
+        expected={
+            "test_dra_vendor_kubelet_restart.py::test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again": (
+                failed()
+            ),
+            "test_dra_vendor_reboot.py::test_reboot_with_the_driver_running_prepares_the_claim_again": failed(
+                "already prepared"
+            ),
+        },
+    ),
+)
+
+# -- the nested run ------------------------------------------------------------------------------------------
+
+DRIVER = "dc-vendor.example.com"
+RESOURCE = "example.com/dev"
+HYPHEN_ENV = "DC-DEVICE-IDS"
+# A nested run of 17 DRA tests took about N minutes here; the limit only stops a hung one.
+RUN_LIMIT = 60 * 60
+# What a nested run gets after SIGINT to tear its cluster down (a local cluster's teardown takes seconds to a
+# minute on a loaded host) before it is SIGKILLed.
+TEARDOWN_GRACE = 300
+TAIL_LINES = 80
+# Knobs of the outer session not passed on: the subject is this run's, and no nested cluster is kept.
+NOT_PASSED = ("vendor_device_plugin", "vendor_dra_driver", "vendor_command", "vendor_daemonset", "keep_cluster")
+ROOT = Path(__file__).resolve().parents[2]
+# The nested run's environment drops what would change its selection or make it look like an xdist worker, and
+# the variables of the knobs not passed on.
+DROPPED_ENV_PREFIXES = ("PYTEST_XDIST_", "PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST")
+
+
+def vendor_command(run: Run) -> str:
+    python = shlex.quote(sys.executable)
+    if run.kind == DRA:
+        words = [
+            f"{python} -m device_conformance.fakes.dra_driver.as_subject --driver {{driver}}",
+            "--node-name {node_name} --registry-dir {registry_dir} --plugins-dir {plugins_dir}",
+            "--cdi-dir {cdi_dir} --kubeconfig {kubeconfig}",
+        ]
+        words += [f"--pattern {p}" for p in run.patterns]
+    elif run.patterns:
+        words = [f"{python} {shlex.quote(__file__)} --env-name {HYPHEN_ENV}"]
+        words += [f"--pattern {p}" for p in run.patterns]
+        words.append("--socket-dir {plugin_dir} --resource {resource}")
+    else:
+        words = [f"{python} -m device_conformance.fakes.device_plugin.as_subject --socket-dir {{plugin_dir}}"]
+        words.append("--resource {resource}")
+    words += [f"--defect {d}" for d in run.defects]
+    return " ".join(words)
+
+
+def passed_on(config: pytest.Config) -> list[str]:
+    """The outer session's device-conformance options (provider, versions, binaries, knobs), for the nested run."""
+    from device_conformance.pytest_plugin.options import IGNORE_KNOWN_BUGS
+    from device_conformance.settings import KNOBS
+
+    argv: list[str] = []
+    for name, knob in KNOBS.items():
+        if knob.option is None or name in NOT_PASSED:
+            continue
+        value = config.getoption(knob.option)
+        if value is None or value is False:
+            continue
+        if knob.flag:
+            argv.append(knob.option)
+        else:
+            argv += [f"{knob.option}={v}" for v in (value if knob.repeat else [value])]
+    if config.getoption(IGNORE_KNOWN_BUGS):
+        argv.append(IGNORE_KNOWN_BUGS)
+    return argv
+
+
+def nested_env() -> dict[str, str]:
+    from device_conformance.settings import KNOBS
+
+    dropped = {KNOBS[name].env for name in NOT_PASSED}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k not in dropped and not any(k.startswith(p) for p in DROPPED_ENV_PREFIXES)
+    }
+
+
+def _sigterm_as_interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def interrupts_raise() -> Iterator[None]:
+    """While the nested run is started and waited for (main thread only): SIGTERM (CI's stop) raises
+    KeyboardInterrupt as Ctrl-C does, and SIGINT has Python's handler, also where this process was started
+    ignoring it (`nohup ... &`): an ignored signal stays ignored across exec, and the nested pytest would never
+    see the SIGINT that makes it tear its cluster down."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {
+        signal.SIGTERM: signal.signal(signal.SIGTERM, _sigterm_as_interrupt),
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+    }
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+def nested_run(argv: list[str], log: Path, limit: float) -> int:
+    """Run argv (a pytest) to its end, output in `log`; its exit code. Interrupted (or past `limit`), it gets one
+    SIGINT and TEARDOWN_GRACE seconds to tear its cluster down, then SIGKILL; an interrupt is raised again."""
+    deathsig = ["setpriv", "--pdeathsig", "INT", "--"] if shutil.which("setpriv") else []
+    with interrupts_raise():
+        with log.open("wb") as out:
+            proc = subprocess.Popen(
+                [*deathsig, *argv],
+                cwd=ROOT,
+                env=nested_env(),
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            return proc.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            stop(proc.pid)
+            return -signal.SIGINT
+        except BaseException:
+            stop(proc.pid)
+            raise
+
+
+def stop(pid: int) -> None:
+    """SIGINT to the nested pytest (its Ctrl-C: the session tears its cluster down), SIGKILL after TEARDOWN_GRACE
+    seconds, then SIGKILL to what is left of its process group; a second Ctrl-C meanwhile waits for it."""
+    from device_conformance.interrupts import deferred_interrupts
+    from device_conformance.process import kill_group_of_reaped_leader, terminate
+
+    with deferred_interrupts():
+        terminate(pid, grace=TEARDOWN_GRACE, sig=signal.SIGINT)
+        kill_group_of_reaped_leader(pid)
+
+
+def outcomes(junit: Path) -> dict[str, Outcome]:
+    """'module.py::test' -> its outcome, from a pytest JUnit XML (an error in setup or teardown is 'error')."""
+    found: dict[str, Outcome] = {}
+    for case in ET.parse(junit).getroot().iter("testcase"):
+        module = case.get("classname", "").rsplit(".", 1)[-1]
+        name = f"{module}.py::{case.get('name')}"
+        children = {child.tag: child for child in case}
+        if "failure" in children:
+            child = children["failure"]
+            found[name] = failed(f"{child.get('message', '')}\n{child.text or ''}")
+        elif "error" in children:
+            child = children["error"]
+            found[name] = Outcome("error", f"{child.get('message', '')}\n{child.text or ''}")
+        elif "skipped" in children:
+            child = children["skipped"]
+            kind = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
+            found[name] = Outcome(kind, child.get("message", ""))
+        else:
+            found[name] = PASSED
+    return found
+
+
+def expected_outcomes(run: Run) -> dict[str, Outcome]:
+    other = DP if run.kind == DRA else DRA
+    unknown = sorted(set(run.expected) - set(TESTS[run.kind]))
+    assert not unknown, f"run {run.id} expects outcomes of tests that are not {run.kind} black-box tests: {unknown}"
+    return {t: run.expected.get(t, PASSED) for t in TESTS[run.kind]} | {t: OTHER_KIND[run.kind] for t in TESTS[other]}
+
+
+def first_line(outcome: Outcome) -> str:
+    lines = [line for line in outcome.text.splitlines() if line.strip()]
+    return f"{outcome.result}: {lines[0][:300]}" if lines else outcome.result
+
+
+def differences(expected: dict[str, Outcome], got: dict[str, Outcome]) -> list[str]:
+    rows = []
+    for test in sorted(set(expected) | set(got)):
+        want, seen = expected.get(test), got.get(test)
+        if want is None:
+            rows.append(f"- {test}: not in this module's TESTS (a new black-box test?), got {first_line(seen)}")
+        elif seen is None:
+            rows.append(f"- {test}: expected {want}, not in the nested run")
+        elif not want.matches(seen):
+            rows.append(f"- {test}: expected {want}, got {first_line(seen)}")
+    return rows
+
+
+def tail(log: Path, lines: int = TAIL_LINES) -> str:
+    text = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+    return "\n".join(text[-lines:])
+
+
+# -- the test ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r.id for r in RUNS])
+def test_vendor_mode_on_a_fake(run: Run, request, tmp_path):
+    """The nested vendor-mode run of our fake with the run's patterns or defects gives exactly the run's outcomes:
+    every black-box test of the subject's kind passes unless listed, those of the other kind are NOT APPLICABLE."""
+    from device_conformance.fixtures.session import session_settings
+
+    config = request.config
+    provider = session_settings(config).provider.value
+    if provider != "local":
+        pytest.skip(
+            f"NOT APPLICABLE: --vendor-command starts the subject as a host process: local provider only, "
+            f"this session's is {provider}"
+        )
+    subject = ["--vendor-dra-driver", DRIVER] if run.kind == DRA else ["--vendor-device-plugin", RESOURCE]
+    junit, log = tmp_path / "junit.xml", tmp_path / "pytest.log"
+    argv = [sys.executable, "-m", "pytest", "suites", "-m", "vendor_blackbox", "-p", "no:cacheprovider", "-q"]
+    argv += [*subject, "--vendor-command", vendor_command(run), f"--vendor-report={tmp_path / 'vendor-report'}"]
+    argv += [f"--junitxml={junit}", *passed_on(config)]
+    request.node.user_properties.append(("nested_run", shlex.join(argv)))
+    started = time.monotonic()
+    code = nested_run(argv, log, RUN_LIMIT)
+    request.node.user_properties.append(("nested_run_seconds", round(time.monotonic() - started)))
+    where = f"nested run (exit {code}, {time.monotonic() - started:.0f} s): {log}\n{shlex.join(argv)}"
+    if not junit.exists():
+        pytest.fail(f"{where}\nno JUnit XML; its output's last {TAIL_LINES} lines:\n{tail(log)}", pytrace=False)
+    expected = expected_outcomes(run)
+    rows = differences(expected, outcomes(junit))
+    if rows:
+        pytest.fail(
+            f"{run.id} ({run.why}): {len(rows)} outcome(s) differ from the expected ones\n"
+            + "\n".join(rows)
+            + f"\n{where}\n--- its output's last {TAIL_LINES} lines ---\n{tail(log)}",
+            pytrace=False,
+        )
+    wanted_code = 1 if any(o.result == "failed" for o in expected.values()) else 0
+    assert code == wanted_code, f"{where}\n--- its output's last {TAIL_LINES} lines ---\n{tail(log)}"
+
+
+# -- the fake device plugin with patterns, as a vendor command -----------------------------------------------
+
+
+def dp_subject(argv: list[str]) -> int:
+    """DP_SUBJECT: `python THIS_FILE [--pattern P ...] [--env-name NAME] AS_SUBJECT_ARGS...` runs
+    device_conformance.fakes.device_plugin.as_subject's fake with DevicePluginConfig.patterns (as_subject has
+    no --pattern) and its Allocate env under NAME instead of DC_DEVICES."""
+    from device_conformance.fakes.device_plugin import as_subject
+    from device_conformance.fakes.device_plugin.__main__ import main as run
+    from device_conformance.fakes.device_plugin.config import PATTERNS
+
+    parser = argparse.ArgumentParser(prog=f"python {__file__}")
+    parser.add_argument("--pattern", action="append", default=[], choices=PATTERNS)
+    parser.add_argument("--env-name", default=as_subject.DEVICES_ENV)
+    ours, rest = parser.parse_known_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="dcv-", dir="/tmp"))  # short: sun_path holds 107 bytes
+    try:
+        config = as_subject.config_from(rest, workdir)
+        config.patterns = list(ours.pattern)
+        config.allocate.envs = {ours.env_name: "{ids}"}
+        config.save(workdir / "config.json")
+        return run(["--config", str(workdir / "config.json")])
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(dp_subject(sys.argv[1:]))
