@@ -105,7 +105,7 @@ PLAIN = View(frozenset({"PATH=/bin"}), {"/dev/null": "1:3"}, frozenset({"/etc/ho
 def test_a_holder_seeing_its_allocation_and_a_plain_container_seeing_none_pass():
     assert iso.judge_holder("main", EXPECTED, HOLDER) == []
     assert iso.judge_without("plain", "main", EXPECTED, PLAIN) == []
-    assert iso.judge_other_nodes("main", HOLDER, PLAIN, EXPECTED) == []
+    assert iso.note_other_nodes("main", HOLDER, PLAIN, EXPECTED) == []
 
 
 def test_the_holder_lacking_an_env_value_a_node_or_a_mount_fails_naming_the_rule():
@@ -132,13 +132,13 @@ def test_the_image_and_kubelet_variables_an_allocation_also_sets_are_not_the_dev
     assert iso.judge_without("plain", "main", expected, plain) == []
 
 
-def test_device_nodes_beyond_the_allocation_and_the_runtime_defaults_fail_listing_the_first_ones():
+def test_device_nodes_beyond_the_allocation_and_the_runtime_defaults_are_noted_listing_the_first_ones():
     host_dev = {f"/host/dev/n{i:02}": f"a:{i}" for i in range(12)}
     holder = View(HOLDER.env, {**HOLDER.nodes, **host_dev, "/host/dev/null": "1:3"}, HOLDER.mounts)
     assert iso.other_nodes(holder, PLAIN, EXPECTED) == sorted(f"{p} ({n})" for p, n in host_dev.items())
-    [problem] = iso.judge_other_nodes("main", holder, PLAIN, EXPECTED)
-    assert problem.startswith("main sees 12 device node(s) nothing allocated to it: ['/host/dev/n00 (a:0)', ")
-    assert problem.endswith(f"'/host/dev/n09 (a:9)'] and 2 more: {iso.RULE_NO_OTHER_NODES}")
+    [note] = iso.note_other_nodes("main", holder, PLAIN, EXPECTED)
+    assert note.startswith("main sees 12 device node(s) its answer does not name: ['/host/dev/n00 (a:0)', ")
+    assert note.endswith(f"'/host/dev/n09 (a:9)'] and 2 more: {iso.NOTE_OTHER_NODES}")
 
 
 def test_a_device_file_the_allocation_mounts_is_no_other_device_node():
