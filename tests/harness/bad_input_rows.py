@@ -25,6 +25,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION
+
+D = str(DEFAULT_K8S_VERSION)  # the version a row without K8S_VERSION runs, as messages name it
 CLI = "device-conformance"  # run as <venv>/bin/device-conformance
 PYTEST = "pytest"  # run as <venv>/bin/python -m pytest, in the repository root
 PYTHON = "python"  # <venv>/bin/python
@@ -81,7 +84,7 @@ def fake_binaries(tmp: Path, version: str, names: tuple[str, ...]) -> Path:
 
 def only_kubelet(given: Given) -> None:
     """$TMP/bin holds an executable kubelet only."""
-    fake_binaries(given.tmp, "v1.37.1", ("kubelet",))
+    fake_binaries(given.tmp, f"v{D}", ("kubelet",))
 
 
 def binaries_of_1_36(given: Given) -> None:
@@ -96,10 +99,10 @@ def path_without_go(given: Given) -> None:
 
 
 def corrupt_cache_entry(given: Given) -> None:
-    """The cache holds a v1.37.1 entry whose kubelet no longer matches its manifest; no Go to rebuild it."""
+    """The cache holds a default-version entry whose kubelet no longer matches its manifest; no Go to rebuild it."""
     from device_conformance.toolchain import binaries, cache
 
-    entry = given.tmp / "cache" / "kubernetes" / "v1.37.1"
+    entry = given.tmp / "cache" / "kubernetes" / f"v{D}"
     entry.mkdir(parents=True)
     for name in binaries.COMPONENTS:
         (entry / name).write_bytes(name.encode())
@@ -357,7 +360,7 @@ ROWS: list[Row] = [
         [PYTEST, *SUITE],
         env={"K8S_VERSION": "1.37"},
         message="K8S_VERSION='1.37' (environment) is not usable: '1.37' is not a Kubernetes release version",
-        fix="fix: use MAJOR.MINOR.PATCH, e.g. 1.37.1; or unset K8S_VERSION",
+        fix=f"fix: use MAJOR.MINOR.PATCH, e.g. {D}; or unset K8S_VERSION",
         exit_code=4,
     ),
     Row(
@@ -393,7 +396,7 @@ ROWS: list[Row] = [
         env={"K8S_BIN_DIR": "{tmp}/bin"},
         given="only_kubelet",
         message="K8S_BIN_DIR={tmp}/bin has no executable kube-apiserver, kube-controller-manager, kube-scheduler",
-        fix="fix: put kubelet, kube-apiserver, kube-controller-manager, kube-scheduler of v1.37.1 there",
+        fix=f"fix: put kubelet, kube-apiserver, kube-controller-manager, kube-scheduler of v{D} there",
         exit_code=2,
     ),
     Row(
@@ -401,9 +404,9 @@ ROWS: list[Row] = [
         SETUP,
         env={"K8S_BIN_DIR": "{tmp}/bin"},
         given="binaries_of_1_36",
-        message="K8S_BIN_DIR={tmp}/bin holds other binaries than Kubernetes v1.37.1: kubelet v1.36.4, "
+        message=f"K8S_BIN_DIR={{tmp}}/bin holds other binaries than Kubernetes v{D}: kubelet v1.36.4, "
         "kube-apiserver v1.36.4",
-        fix="fix: set K8S_VERSION=1.36.4 to test these, or put the v1.37.1 binaries there",
+        fix=f"fix: set K8S_VERSION=1.36.4 to test these, or put the v{D} binaries there",
         exit_code=2,
     ),
     Row(
@@ -442,8 +445,8 @@ ROWS: list[Row] = [
     Row(
         "`UPGRADE_FROM` not older than the version under test",
         [PYTEST, *SUITE],
-        env={"UPGRADE_FROM": "1.37.1"},
-        message="UPGRADE_FROM='1.37.1' (environment) is not older than the version under test 1.37.1",
+        env={"UPGRADE_FROM": D},
+        message=f"UPGRADE_FROM='{D}' (environment) is not older than the version under test {D}",
         fix="fix: set UPGRADE_FROM to a 1.36.x release (e.g. 1.36.4)",
         exit_code=4,
     ),
@@ -514,18 +517,18 @@ ROWS: list[Row] = [
         "a corrupt cached binary (and no Go to rebuild it)",
         SETUP,
         given="corrupt_cache_entry",
-        message="cached binaries in {tmp}/cache/kubernetes/v1.37.1 are unusable (kubelet does not match its "
+        message=f"cached binaries in {{tmp}}/cache/kubernetes/v{D} are unusable (kubelet does not match its "
         "recorded sha256 (corrupt or modified)); removing them and fetching again",
         fix="fix: install Go >= 1.26",
         exit_code=2,
         left="the corrupt entry is removed (with Go it is rebuilt); a lock file in .locks/",
-        gone=("{tmp}/cache/kubernetes/v1.37.1",),
+        gone=(f"{{tmp}}/cache/kubernetes/v{D}",),
     ),
     Row(
         "a full disk in the cache directory",
         SETUP,
         given="full_cache_disk",
-        message="the disk of the binary cache {tmp}/cache has 0 MiB free; v1.37.1 (kubelet, kube-apiserver, "
+        message=f"the disk of the binary cache {{tmp}}/cache has 0 MiB free; v{D} (kubelet, kube-apiserver, "
         "kube-controller-manager, kube-scheduler) needs about 512 MiB",
         fix="fix: free space there, or set DEVICE_CONFORMANCE_CACHE to a directory on a disk with room",
         exit_code=2,

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from device_conformance.errors import BadInput
-from device_conformance.expectations.versions import KubeVersion
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 from device_conformance.providers.local import host, leftovers, ports
 from device_conformance.providers.local.layout import RunLayout
 from device_conformance.toolchain import binaries, cache
@@ -118,7 +118,9 @@ def test_upgrade_from_is_judged_only_when_the_user_names_it():
     assert resolve({}, {"K8S_VERSION": "1.35.8"}).upgrade_from.value == KubeVersion(1, 36, 4)
     with pytest.raises(BadInput) as excinfo:
         resolve({"upgrade_from": "1.38.0"}, {})
-    assert excinfo.value.problem.startswith("--upgrade-from '1.38.0' is not older than the version under test 1.37.1")
+    assert excinfo.value.problem.startswith(
+        f"--upgrade-from '1.38.0' is not older than the version under test {DEFAULT_K8S_VERSION}"
+    )
     assert (
         excinfo.value.fix
         == "set UPGRADE_FROM to a 1.36.x release (e.g. 1.36.4), or drop --upgrade-from for the default"

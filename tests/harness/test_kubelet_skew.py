@@ -8,7 +8,7 @@ from device_conformance.errors import BadInput
 from device_conformance.expectations import dra
 from device_conformance.expectations.behaviour import ClusterVersions, KnownBug
 from device_conformance.expectations.deviceplugin import PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE
-from device_conformance.expectations.versions import KubeVersion
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 from device_conformance.settings import resolve
 
 pytest_plugins = ["pytester"]
@@ -56,7 +56,7 @@ def test_only_the_local_provider_swaps_the_kubelet():
 
 
 def test_a_kubelet_version_equal_to_the_control_plane_is_no_skew_for_any_provider():
-    settings = resolve({"provider": "kind", "kubelet_version": "1.37.1"}, {})
+    settings = resolve({"provider": "kind", "kubelet_version": str(DEFAULT_K8S_VERSION)}, {})
     assert settings.kubelet_version.value == settings.k8s_version.value
 
 

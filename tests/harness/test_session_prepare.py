@@ -10,6 +10,8 @@ import subprocess
 import sys
 import textwrap
 
+from device_conformance.expectations.versions import DEFAULT_K8S_VERSION
+
 CONFTEST = """
     from pathlib import Path
     import pytest
@@ -87,8 +89,9 @@ def test_binaries_and_the_upgrade_kubelet_are_resolved_before_the_first_test(tmp
     assert "3 passed" in output
     # The header says what is tested and where things come from.
     assert "device-conformance: provider local (default: auto, no kubeconfig given)" in output
-    assert "kubelet and control plane v1.37.1 (default)" in output
+    assert f"kubelet and control plane v{DEFAULT_K8S_VERSION} (default)" in output
     assert "upgrade tests start from kubelet v1.36.4 (default)" in output
+    # What the stand-in cluster reports (its ClusterHandle above), whatever the default.
     assert "[device-conformance] under test: kubelet v1.37.1, control plane v1.37.1" in output
 
 

@@ -58,8 +58,8 @@ def test_defaults_say_they_are_defaults():
     assert (settings.provider.value, str(settings.provider.source)) == ("local", "default: auto, no kubeconfig given")
     assert settings.kubeconfig.value is None and settings.k8s_bin_dir.value is None
     assert settings.keep_cluster.value is False
-    assert settings.kind_image.value == "kindest/node:v1.37.1"
-    assert str(settings.kind_image.source) == "default: for 1.37.1"
+    assert settings.kind_image.value == f"kindest/node:v{DEFAULT_K8S_VERSION}"
+    assert str(settings.kind_image.source) == f"default: for {DEFAULT_K8S_VERSION}"
     assert settings.containerd_version.value == "v2.3.4"
 
 
@@ -80,7 +80,7 @@ def test_the_option_wins_over_the_environment_which_wins_over_the_default():
 def test_empty_variables_count_as_unset():
     settings = resolve({}, {"K8S_VERSION": "", "PROVIDER": "", "K8S_BIN_DIR": "", "KIND_NODE_IMAGE": ""})
     assert settings.k8s_version.source == Source("default") and settings.provider.value == "local"
-    assert settings.k8s_bin_dir.value is None and settings.kind_image.value == "kindest/node:v1.37.1"
+    assert settings.k8s_bin_dir.value is None and settings.kind_image.value == f"kindest/node:v{DEFAULT_K8S_VERSION}"
 
 
 @pytest.mark.parametrize("env,expected", [("1", True), ("yes", True), ("0", False), ("", False)])

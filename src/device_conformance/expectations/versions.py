@@ -110,11 +110,10 @@ class KubeVersion:
         return (self.major, self.minor) >= (1, minor)
 
 
-# The newest release the whole suite has run on here (README.md, the matrix). Newer releases are available:
-# on 2026-11-27 the Go module proxy served k8s.io/kubernetes v1.37.2 (and v1.36.5, v1.34.11, v1.34.12) with
-# checksum entries, which it had refused before (403, or no sum.golang.org entry). The default moves to
-# 1.37.2 once the whole suite has passed on it.
-DEFAULT_K8S_VERSION = KubeVersion(1, 37, 1)
+# The newest release the whole suite has run green on here (README.md, "Which Kubernetes"): 1.37.2 on 2026-11-28,
+# every test of suites/, slow ones included, kubernetes#141290's check passing as fixed (CHANGELOG-1.37, v1.37.2,
+# kubernetes#142492). The Go module proxy serves it since 2026-11-27.
+DEFAULT_K8S_VERSION = KubeVersion(1, 37, 2)
 # The previous minor, for kubelet upgrade tests: the 1.36 patch of the matrix runs. v1.36.5 downloads and
 # verifies since 2026-11-27 (before, the checksum database answered 404 for it); not yet run here.
 PREVIOUS_MINOR_VERSION = KubeVersion(1, 36, 4)
