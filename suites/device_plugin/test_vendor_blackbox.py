@@ -11,7 +11,12 @@ restart at zero with each kubelet process.
 
 import pytest
 from device_conformance.fixtures.device_plugin_blackbox import allocate_calls, one_device
-from device_conformance.fixtures.vendor import allocatable_ids, offered_devices, wait_registrations
+from device_conformance.fixtures.vendor import (
+    allocatable_ids,
+    offered_devices,
+    wait_allocatable_ids,
+    wait_registrations,
+)
 
 from device_conformance import timeouts
 from device_conformance.kube import pods
@@ -101,7 +106,7 @@ def test_kubelet_restart_keeps_the_device_and_the_plugin_registers_again(
     # The new kubelet's counters start at zero: exactly one Register since it started.
     wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert offered_devices(kube, node, resource) == n
-    assert allocatable_ids(node, resource) == offered
+    wait_allocatable_ids(node, resource, offered, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     _running_unrestarted(pod, uid, "after the kubelet restart")
     assert pod.devices(resource) == [held], (
         f"after the restart podresources lists {pod.devices(resource)}, not [{held!r}]"

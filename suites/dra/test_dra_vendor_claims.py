@@ -44,7 +44,7 @@ pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
 
 
 def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
-    node, kubelet_counts, dra_objects, subject_driver, tmp_path
+    node, kubelet_counts, dra_objects, subject_driver, tmp_path, startup_cdi_ids
 ):
     """Two pods using one ResourceClaim: one NodePrepareResources for both; the first pod deleted, the claim stays
     prepared (no call, the checkpoint holds it for the second pod alone, its CDI devices still defined); the
@@ -73,11 +73,13 @@ def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
     second.wait_gone(timeout=timeouts.UNPREPARE)
     wait_counts(kubelet_counts, driver, before, (1, 1), "after the last pod is gone")
     assert checkpointed(node, driver) == {}, "dra_manager_state still holds the claim after its last pod"
-    assert defined_cdi_ids(node, tmp_path / "cdi", ids) == [], "CDI devices still defined after NodeUnprepareResources"
+    assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
+        "CDI devices still defined after NodeUnprepareResources"
+    )
 
 
 def test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together(
-    node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, tmp_path
+    node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, tmp_path, startup_cdi_ids
 ):
     """A pod with two ResourceClaims of the driver (one device each) runs after exactly one NodePrepareResources
     (both claims in it); podresources lists both for the container, which sees the CDI environment of both;
@@ -101,11 +103,13 @@ def test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together(
     pod.wait_gone(timeout=timeouts.UNPREPARE)
     wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
     assert checkpointed(node, driver) == {}, "dra_manager_state still holds a claim after its pod is gone"
-    assert defined_cdi_ids(node, tmp_path / "cdi", ids) == [], "CDI devices still defined after NodeUnprepareResources"
+    assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
+        "CDI devices still defined after NodeUnprepareResources"
+    )
 
 
 def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
-    node, kubelet_counts, dra_objects, subject_driver, tmp_path
+    node, kubelet_counts, dra_objects, subject_driver, tmp_path, startup_cdi_ids
 ):
     """A pod with a claim from a template, deleted and created again under the same name from the same template:
     the first claim is unprepared once and deleted, its CDI devices gone; the new pod gets a new claim (another
@@ -126,7 +130,9 @@ def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
     first.wait_gone(timeout=timeouts.UNPREPARE)
     first.wait_claim_gone(first_claim)
     wait_counts(kubelet_counts, driver, before, (1, 1), "after the first pod is gone")
-    assert defined_cdi_ids(node, tmp_path / "cdi", ids) == [], "CDI devices still defined after NodeUnprepareResources"
+    assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
+        "CDI devices still defined after NodeUnprepareResources"
+    )
 
     second = created(first.name)
     second.wait_running()
@@ -137,7 +143,7 @@ def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
 
 
 def test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete(
-    node, kubelet_counts, dra_objects, subject_driver, tmp_path
+    node, kubelet_counts, dra_objects, subject_driver, tmp_path, startup_cdi_ids
 ):
     """A claim pod whose image the node does not have (never pulled): the claim is prepared once before the
     sandbox and the pod stays Pending (ErrImageNeverPull); deleting it makes exactly one NodeUnprepareResources,
@@ -162,4 +168,6 @@ def test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete(
     pod.wait_gone(timeout=timeouts.UNPREPARE)
     wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
     assert checkpointed(node, driver) == {}, "dra_manager_state still holds the claim after its pod is gone"
-    assert defined_cdi_ids(node, tmp_path / "cdi", ids) == [], "CDI devices still defined after NodeUnprepareResources"
+    assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
+        "CDI devices still defined after NodeUnprepareResources"
+    )

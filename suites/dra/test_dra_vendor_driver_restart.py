@@ -48,7 +48,9 @@ def test_driver_restarted_while_the_pod_runs_unprepares_its_claim_after(
     pod.wait_gone(timeout=timeouts.UNPREPARE_AFTER_RESTART)
     wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
     assert uid not in checkpointed(node, driver), "dra_manager_state still holds the claim after its pod is gone"
-    request.node.user_properties.append(("cdi_left_after_unprepare", defined_cdi_ids(node, tmp_path / "cdi", ids)))
+    request.node.user_properties.append(
+        ("cdi_left_after_unprepare", defined_cdi_ids(node, tmp_path / "cdi", ids, frozenset()))
+    )
 
 
 def test_pod_deleted_while_the_driver_is_down_is_unprepared_once_it_is_back(
@@ -73,4 +75,6 @@ def test_pod_deleted_while_the_driver_is_down_is_unprepared_once_it_is_back(
     pod.wait_gone(timeout=timeouts.UNPREPARE_RETRY)
     wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
     assert uid not in checkpointed(node, driver), "dra_manager_state still holds the claim after its pod is gone"
-    request.node.user_properties.append(("cdi_left_after_unprepare", defined_cdi_ids(node, tmp_path / "cdi", ids)))
+    request.node.user_properties.append(
+        ("cdi_left_after_unprepare", defined_cdi_ids(node, tmp_path / "cdi", ids, frozenset()))
+    )

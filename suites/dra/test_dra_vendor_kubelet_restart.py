@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.dra, pytest.mark.disruptive, pytest.mark.vendor_blackb
 
 
 def test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares_once(
-    kube, node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
+    kube, node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path, startup_cdi_ids
 ):
     """The kubelet SIGKILLed right after a claim pod is created (before, during or after its NodePrepareResources;
     a new kubelet may prepare the claim again): the pod runs, the checkpoint holds its claim, the container sees
@@ -63,12 +63,14 @@ def test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares
     pod.wait_gone(timeout=timeouts.UNPREPARE)
     wait_counts(kubelet_counts, driver, (0, 0), (prepared, 1), "the new kubelet, after the pod is gone")
     assert checkpointed(node, driver) == {}, "dra_manager_state still holds the claim after its pod is gone"
-    assert defined_cdi_ids(node, tmp_path / "cdi", ids) == [], "CDI devices still defined after NodeUnprepareResources"
+    assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
+        "CDI devices still defined after NodeUnprepareResources"
+    )
     pod.wait_claim_gone(claim)
 
 
 def test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back(
-    node, kubelet_counts, dra_objects, subject_driver, kubelet_restored, tmp_path
+    node, kubelet_counts, dra_objects, subject_driver, kubelet_restored, tmp_path, startup_cdi_ids
 ):
     """A claim pod deleted while the kubelet is down stays (its containers run on) until the kubelet is back;
     the new kubelet then unprepares the claim exactly once and prepares nothing, the pod object goes, the
@@ -84,7 +86,9 @@ def test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back(
     pod.wait_gone(timeout=timeouts.UNPREPARE_AFTER_RESTART)
     wait_counts(kubelet_counts, driver, (0, 0), (0, 1), "the new kubelet, after the pod is gone")
     assert uid not in checkpointed(node, driver), "dra_manager_state still holds the claim after its pod is gone"
-    assert defined_cdi_ids(node, tmp_path / "cdi", ids) == [], "CDI devices still defined after NodeUnprepareResources"
+    assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
+        "CDI devices still defined after NodeUnprepareResources"
+    )
 
 
 def test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answered(
