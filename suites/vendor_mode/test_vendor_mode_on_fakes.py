@@ -14,20 +14,16 @@ this process (setpriv --pdeathsig INT: its own Ctrl-C handling then tears its cl
 is interrupted (Ctrl-C, or SIGTERM turned into one) it gets SIGINT and TEARDOWN_GRACE seconds to tear its
 cluster down before it is SIGKILLed (a cluster left then is cleaned by the next run's start-up, as after any
 SIGKILL).
-
-Run as a script, this module is the fake device plugin with patterns as_subject has no flag for (DP_SUBJECT).
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import xml.etree.ElementTree as ET
@@ -144,7 +140,7 @@ RUNS = (
         # Every ListAndWatch stream sends an empty list first and the full one LIST_DELAY later (a plugin that
         # answers before its scan is done). The kubelet replaces the resource's device set with each response
         # (pkg/kubelet/cm/devicemanager/manager.go genericDeviceUpdateCallback); the tests wait for the devices
-        # offered. With an Allocate env named with hyphens (DP_SUBJECT --env-name): the API's envs is a
+        # offered. With an Allocate env named with hyphens (as_subject --env-name): the API's envs is a
         # map<string, string> that the kubelet hands the runtime as it is (manager.go
         # GetDeviceRunContainerOptions), and a container's environment is read from /proc/1/environ.
         why="an empty device list before the full one; an env name with hyphens",
@@ -261,7 +257,7 @@ def vendor_command(run: Run) -> str:
         ]
         words += [f"--pattern {p}" for p in run.patterns]
     elif run.patterns:
-        words = [f"{python} {shlex.quote(__file__)} --env-name {HYPHEN_ENV}"]
+        words = [f"{python} -m device_conformance.fakes.device_plugin.as_subject --env-name {HYPHEN_ENV}"]
         words += [f"--pattern {p}" for p in run.patterns]
         words.append("--socket-dir {plugin_dir} --resource {resource}")
     else:
@@ -457,30 +453,3 @@ def test_vendor_mode_on_a_fake(run: Run, request, tmp_path):
 
 
 # -- the fake device plugin with patterns, as a vendor command -----------------------------------------------
-
-
-def dp_subject(argv: list[str]) -> int:
-    """DP_SUBJECT: `python THIS_FILE [--pattern P ...] [--env-name NAME] AS_SUBJECT_ARGS...` runs
-    device_conformance.fakes.device_plugin.as_subject's fake with DevicePluginConfig.patterns (as_subject has
-    no --pattern) and its Allocate env under NAME instead of DC_DEVICES."""
-    from device_conformance.fakes.device_plugin import as_subject
-    from device_conformance.fakes.device_plugin.__main__ import main as run
-    from device_conformance.fakes.device_plugin.config import PATTERNS
-
-    parser = argparse.ArgumentParser(prog=f"python {__file__}")
-    parser.add_argument("--pattern", action="append", default=[], choices=PATTERNS)
-    parser.add_argument("--env-name", default=as_subject.DEVICES_ENV)
-    ours, rest = parser.parse_known_args(argv)
-    workdir = Path(tempfile.mkdtemp(prefix="dcv-", dir="/tmp"))  # short: sun_path holds 107 bytes
-    try:
-        config = as_subject.config_from(rest, workdir)
-        config.patterns = list(ours.pattern)
-        config.allocate.envs = {ours.env_name: "{ids}"}
-        config.save(workdir / "config.json")
-        return run(["--config", str(workdir / "config.json")])
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-
-
-if __name__ == "__main__":
-    sys.exit(dp_subject(sys.argv[1:]))

@@ -23,7 +23,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from device_conformance.fakes.device_plugin.config import DEFECTS, AllocateConfig, DeviceConfig, DevicePluginConfig
+from device_conformance.fakes.device_plugin.config import (
+    DEFECTS,
+    PATTERNS,
+    AllocateConfig,
+    DeviceConfig,
+    DevicePluginConfig,
+)
 
 DEVICES_ENV = "DC_DEVICES"
 
@@ -34,6 +40,10 @@ def config_from(argv: list[str] | None, workdir: Path) -> DevicePluginConfig:
     parser.add_argument("--resource", required=True, help="the extended resource name it registers")
     parser.add_argument("--devices", default="dev-0,dev-1", help="comma-separated device IDs (default dev-0,dev-1)")
     parser.add_argument("--defect", action="append", default=[], choices=DEFECTS, help="a defective-vendor mode")
+    parser.add_argument("--pattern", action="append", default=[], choices=PATTERNS, help="a real-world pattern")
+    parser.add_argument(
+        "--env-name", default=DEVICES_ENV, help=f"the Allocate env's name (default {DEVICES_ENV}; any the API allows)"
+    )
     parser.add_argument(
         "--no-reregister", action="store_true", help="never register again after a kubelet restart (a defect)"
     )
@@ -43,9 +53,10 @@ def config_from(argv: list[str] | None, workdir: Path) -> DevicePluginConfig:
         socket_dir=args.socket_dir,
         socket_name=f"dc-vendor-{os.getpid()}.sock",
         devices=[DeviceConfig(d) for d in args.devices.split(",") if d],
-        allocate=AllocateConfig(envs={DEVICES_ENV: "{ids}"}),
+        allocate=AllocateConfig(envs={args.env_name: "{ids}"}),
         control_socket=str(workdir / "ctl.sock"),
         defects=list(args.defect),
+        patterns=list(args.pattern),
         auto_reregister=not args.no_reregister,
     )
 
