@@ -432,6 +432,10 @@ def test_vendor_mode_on_a_fake(run: Run, request, tmp_path):
     argv = [sys.executable, "-m", "pytest", "suites", "-m", "vendor_blackbox", "-p", "no:cacheprovider", "-q"]
     argv += [*subject, "--vendor-command", vendor_command(run), f"--vendor-report={tmp_path / 'vendor-report'}"]
     argv += [f"--junitxml={junit}", *passed_on(config)]
+    if run.kind == DRA:
+        # As make certify-upstream runs a DRA subject: the black-box tests share no module fixture, so each goes
+        # to a worker (cluster) of its own; -n auto sizes the workers for the machine as it is.
+        argv += ["-n", "auto", "--dist", "load"]
     request.node.user_properties.append(("nested_run", shlex.join(argv)))
     started = time.monotonic()
     code = nested_run(argv, log, RUN_LIMIT)
