@@ -564,15 +564,7 @@ class KubeApi:
         return [v.version for g in groups if g.name == dra.GROUP for v in g.versions or []]
 
     def node_exists(self, name: str) -> bool:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            self.core.read_node(name, _request_timeout=30)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+        return _exists(lambda: self.core.read_node(name, _request_timeout=30))
 
     def node_names(self) -> list[str]:
         return [n.metadata.name for n in self.core.list_node(_request_timeout=30).items]
@@ -595,15 +587,7 @@ class KubeApi:
         self.core.delete_namespace(name, _request_timeout=30)
 
     def namespace_exists(self, name: str) -> bool:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            self.core.read_namespace(name, _request_timeout=30)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+        return _exists(lambda: self.core.read_namespace(name, _request_timeout=30))
 
     def create_device_class(self, version: str, body: dict[str, Any]) -> None:
         self.custom.create_cluster_custom_object(dra.GROUP, version, "deviceclasses", body, _request_timeout=30)
@@ -691,3 +675,16 @@ def session(
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
         if owned and isinstance(api, KubeApi):
             api.close()
+
+
+def _exists(read: Callable[[], object]) -> bool:
+    """Whether the object `read` reads exists: False on 404, any other API error raised."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        read()
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
