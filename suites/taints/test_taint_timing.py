@@ -11,8 +11,25 @@ tolerationSeconds (claimEvictionTime, evictPod: workqueue.AddAfter(delay)), so E
 rounding and a loaded machine's latency; every wrong origin the tests guard against is further off than that.
 
 Each test, the break it fails on (one line of pkg/controller/devicetainteviction/device_taint_eviction.go in a
-1.37.1 tree, `--k8s-source`), and the failure it gives:
-(filled in below from the runs)
+1.37.1 tree from `device-conformance k8s-source get 1.37.1`, run with `--k8s-source DIR --k8s-version 1.37.1`;
+the unchanged tree passes all five) and the failing line:
+- test_pod_scheduled_onto_a_tainted_device_counts_toleration_from_time_added
+    claimEvictionTime `newEvictionTime := taint.deviceTaint().TimeAdded` -> `:= &claim.CreationTimestamp` (counted
+    from the pod's claim): `evicted at 06:03:37, +13s from timeAdded + tolerationSeconds (06:03:24); allowed -1s..+4s`
+- test_rule_changed_away_from_noexecute_cancels_the_eviction[None-NoEffect], [NoSchedule-OtherEffect]
+    handleRuleChange `delete(tc.evictingRules, oldRule.Name)` (old effect NoExecute) commented out: `timed out after
+    30s waiting for an event of pod ... containing 'Cancelling deletion'` (events: `Marking for deletion`), both;
+    cancelEvict `delete(tc.deletePodAt, podRef)` commented out (the event comes, the queued eviction still fires):
+    `expected pod ... not to be evicted after the rule's effect became None: watched past the cancelled deadline
+    06:13:16 (timeAdded + 20s) by ruleStatusPeriod for 29s, but: pod deleted: ... DeletionByDeviceTaintManager`
+- test_rule_switched_to_noexecute_counts_toleration_from_the_switch
+    trackedTaint.deviceTaint `TimeAdded: tt.rule.Spec.Taint.TimeAdded` -> `&tt.rule.CreationTimestamp`: `expected
+    pod ... to stay while the toleration counted from the switch lasts for 3s, but: pod deleted: ...
+    DeletionByDeviceTaintManager` (the claim-creation break above fails it the same way)
+- test_terminating_evicted_pod_is_not_pending_and_the_rule_completes
+    countPendingPods `continue` for a pod with a deletionTimestamp commented out: `timed out after 24s waiting for
+    DeviceTaintRule ... to report Completed while pod ... terminates`, seen `('PodsPendingEviction', 'True', '1 pod
+    needs to be evicted in 1 namespace. 1 pod evicted since starting the controller.')`
 """
 
 from datetime import UTC, datetime, timedelta
