@@ -1,0 +1,196 @@
+"""Two connected instances of one driver, and a driver's health going Unknown when its stream ends.
+
+Instances (KEP-4815 seamless updates, the rolling-update window): while a second instance of a driver is
+registered on a socket of its own (`DriverConfig.instance`), the kubelet calls the newer one. The DRA plugin
+store keeps a driver's registrations in registration order and `get` walks them from the end, taking the
+first connected one ("Heuristic: pick the most recent one", pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go,
+module source v1.37.1: `add` appends to `pm.store[driverName]`, `get` loops `for i := len(plugins) - 1;
+i >= 0; i--` over `plugin.connected`). The older one's deregistration (it stops and removes its registration
+socket) takes only its own entry out (`remove`: `slices.IndexFunc` on driver name and endpoint, the driver
+deleted from the store only when it was the `last`), so a claim prepared after that still reaches the newer
+instance. test_dra_driver_update.py (DRA-E15/E16) prepares only after one instance went; here the claim is
+prepared while both are connected, then once more after the older one's deregistration, which the kubelet's
+plugin list shows first: `plugin_manager_total_plugins{state="actual_state_of_world"}` (pkg/kubelet/
+pluginmanager/metrics/metrics.go) lists the registration sockets the plugin manager holds registered, and the
+plugin manager takes a socket out of it in the same unregister operation that calls `DeRegisterPlugin`
+(pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go, GenerateUnregisterPluginFunc).
+
+Health (KEP-4680, ResourceHealthStatus): a device's health expires after its `health_check_timeout_seconds`
+(k8s.io/kubelet/pkg/apis/dra-health/v1alpha1/api.proto DeviceHealth; the kubelet's default is 30 s,
+pkg/kubelet/cm/dra/healthinfo.go DefaultHealthTimeout). A driver that reported its device Healthy with a
+10-minute timeout and then stops must still have that device turn Unknown within the kubelet's own window:
+when the health stream ends, pkg/kubelet/cm/dra/manager.go HandleWatchResourcesStream clears the driver's
+health cache in its deferred `m.healthInfoCache.clearDriver` (healthinfo.go: `delete(*cache.HealthInfo,
+driverName)`), and a device missing from the cache reads Unknown (`getHealthInfo`), which the pod's
+allocatedResourcesStatus shows at its next status update (the kubelet's pod resync, 60-90 s; the wait is
+timeouts.DRA_HEALTH_UNKNOWN, 2 minutes, far below the 10-minute timeout).
+
+Proved against one-line breaks of a 1.37.1 tree (K8S_SOURCE; `pytest <this module> -n 1 -m ''
+--k8s-source DIR --k8s-version 1.37.1`), each reverted afterwards (the same run passes):
+
+- dra_plugin_manager.go `get`: `for i := len(plugins) - 1; i >= 0; i-- {` -> `for i := 0; i < len(plugins);
+  i++ {` (the oldest connected instance wins):
+  `AssertionError: prepared once, by the newer instance, while both are registered` /
+  `{'new': []} != {'new': [(['c0e0f318-…'], 'ok')]}` / `{'old': [(['c0e0f318-…'], 'ok')]} != {'old': []}`
+- dra_plugin_manager.go `remove`: `last := len(plugins) == 1` -> `last := true` (one instance's deregistration
+  drops the whole driver): the claim pod after the older instance went never starts, the kubelet answers "not
+  registered": `WaitTimeout: timed out after 120s waiting for pod dc-13e987aa/old-gone-a1347c to be Running and
+  Ready` / `last seen: phase=Pending main: waiting ContainerCreating`
+- healthinfo.go `clearDriver`: `delete(*cache.HealthInfo, driverName)` -> `_ = driverName` (stream end keeps
+  the cached health): `WaitTimeout: timed out after 120s waiting for ('claim:dev', 'dc-9b7d2c6d.example.com/
+  device=eeecfc19-…-dev-0') to be reported Unknown in the pod status of pod dc-629270ab/health-end-8f044e` /
+  `last seen: allocatedResourcesStatus: {(…-dev-0'): 'Healthy'}` (it also shows that the kubelet honours the
+  600 s timeout: with its 30 s default the device would have gone Unknown at the next status update anyway)
+"""
+
+import os
+import time
+
+import pytest
+
+from device_conformance import timeouts
+from device_conformance.expectations.dra import (
+    FIRST_DRA_CONNECTION_MONITORING_MINOR,
+    FIRST_DRA_MINOR,
+    FIRST_RESOURCE_HEALTH_STATUS_MINOR,
+    FIRST_SEAMLESS_DRIVER_UPDATE_MINOR,
+)
+from device_conformance.fakes.common.calls import claim_record
+from device_conformance.kube.metrics import read
+from device_conformance.wait import dra as wait_dra
+from device_conformance.wait.core import Pending, until
+
+pytestmark = [
+    pytest.mark.dra,
+    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
+]
+
+PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+PLUGINS_METRIC = "plugin_manager_total_plugins"
+# Ten minutes: far beyond the wait for Unknown (timeouts.DRA_HEALTH_UNKNOWN).
+LONG_HEALTH_TIMEOUT = 600
+
+
+def registered_sockets(kube, node):
+    """Base names of the registration sockets the kubelet's plugin manager holds registered (its actual state of
+    the world, `plugin_manager_total_plugins`), with their counts."""
+    return {
+        os.path.basename(s.labels["socket_path"]): s.value
+        for s in read(kube, node.name)
+        if s.name == PLUGINS_METRIC and s.labels.get("state") == "actual_state_of_world"
+    }
+
+
+def driver_sockets(kube, node, name):
+    return {sock: n for sock, n in registered_sockets(kube, node).items() if sock.startswith(f"{name}-")}
+
+
+def calls_by_instance(method, *drivers):
+    """{instance: (claim UIDs, outcome) of each `method` call it got}: which instance the kubelet called."""
+    return {d.config.instance: claim_record(d.calls(method)) for d in drivers}
+
+
+@pytest.mark.since(f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}", "seamless DRA driver updates (kubernetes#129832)")
+@pytest.mark.since(f"1.{FIRST_DRA_CONNECTION_MONITORING_MINOR}", "the kubelet logs its connection to a driver")
+@pytest.mark.scenario("DRA-E15")
+def test_newer_instance_serves_while_both_are_registered_and_after_the_older_one_goes(
+    kube, node, dra_driver, dra_objects
+):
+    """Instance "old", then instance "new" of one driver, both registered and connected: a claim pod is prepared
+    and unprepared by "new" only. "old" stops (its sockets removed): the kubelet's plugin list keeps "new"'s
+    registration socket and drops "old"'s, and a second claim pod is again prepared by "new" only."""
+    old = dra_driver(devices=("dev-0",), instance="old")
+    name = old.config.driver_name
+    old_sock = os.path.basename(old.config.registration_socket)
+    mark = node.kubelet.log_mark()
+    new = dra_driver(devices=("dev-0",), driver_name=name, instance="new")
+    new_sock = os.path.basename(new.config.registration_socket)
+    # The store prefers a connected instance; "new" connects right after its registration (conn.Connect in add).
+    wait_dra.for_kubelet_connection(node, mark, name)
+    both = driver_sockets(kube, node, name)
+    assert both == {old_sock: 1, new_sock: 1}, f"the kubelet's registered sockets of {name} with both up: {both}"
+
+    first = dra_objects.claim_pod("both-up", new)
+    first.wait_running()
+    uid = first.claim_uid()
+    assert calls_by_instance(PREPARE, old, new) == {"old": [], "new": [([uid], "ok")]}, (
+        "prepared once, by the newer instance, while both are registered"
+    )
+    first.delete()
+    first.wait_gone(timeout=timeouts.UNPREPARE)
+    assert calls_by_instance(UNPREPARE, old, new) == {"old": [], "new": [([uid], "ok")]}, (
+        "unprepared once, by the newer instance"
+    )
+
+    assert old.stop() == 0, f"{old.name} did not stop cleanly: {old.log_tail()}"
+
+    def only_new_registered():
+        now = driver_sockets(kube, node, name)
+        return True if now == {new_sock: 1} else Pending(f"registered sockets of {name}: {now}")
+
+    until(
+        only_new_registered,
+        what=f"the kubelet to deregister {old_sock} and keep {new_sock}",
+        timeout=timeouts.DRA_REGISTRATION,
+    )
+
+    second = dra_objects.claim_pod("old-gone", new)
+    second.wait_running()
+    second_uid = second.claim_uid()
+    assert calls_by_instance(PREPARE, old, new) == {"old": [], "new": [([uid], "ok"), ([second_uid], "ok")]}, (
+        "the claim prepared after the older instance's deregistration reaches the newer one"
+    )
+    assert driver_sockets(kube, node, name) == {new_sock: 1}, "the newer instance stays registered"
+
+
+def device_health(pod):
+    """{(resource name, resourceID): health} of the pod's containers, as the kubelet reports it."""
+    found = {}
+    for status in pod.status.container_statuses or []:
+        for resource in status.allocated_resources_status or []:
+            for entry in resource.resources or []:
+                found[(resource.name, entry.resource_id)] = entry.health
+    return found
+
+
+def health_key(driver, uid):
+    """How the kubelet names the claim's device: its first CDI device ID, else <driver>/<pool>/<device>."""
+    (device,) = driver.prepared()[uid]["devices"]
+    fallback = f"{driver.config.driver_name}/{device['pool_name']}/{device['device_name']}"
+    return ("claim:dev", (device["cdi_device_ids"] or [fallback])[0])
+
+
+def wait_health(pod, key, health, timeout):
+    def probe():
+        seen = device_health(pod.read())
+        return True if seen.get(key) == health else Pending(f"allocatedResourcesStatus: {seen}")
+
+    until(probe, what=f"{key} to be reported {health} in the pod status of {pod}", timeout=timeout)
+
+
+@pytest.mark.slow  # Unknown shows at the kubelet's next pod status update (its resync, 60-90 s)
+@pytest.mark.since(
+    f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}",
+    "ResourceHealthStatus on by default (beta); the suite does not turn it on before",
+)
+@pytest.mark.scenario("DRA-H2")
+def test_stopped_driver_devices_turn_unknown_long_before_their_health_timeout(dra_driver, dra_objects):
+    """The driver reports its device Healthy with health_check_timeout_seconds 600, then stops: the device turns
+    Unknown in the pod status within timeouts.DRA_HEALTH_UNKNOWN of the stop, not once the 10 minutes ran out."""
+    driver = dra_driver(devices=("dev-0",), health_service=True)
+    pod = dra_objects.claim_pod("health-end", driver)
+    pod.wait_running()
+    until(
+        lambda: True if driver.status()["health"]["open_streams"] else Pending(str(driver.status()["health"])),
+        what="the kubelet to open the driver's health stream",
+        timeout=timeouts.DRA_HEALTH_STREAM_OPEN,
+    )
+    key = health_key(driver, pod.claim_uid())
+    assert driver.push_health({"dev-0": "Healthy"}, timeout_seconds=LONG_HEALTH_TIMEOUT) >= 1, "no stream got it"
+    wait_health(pod, key, "Healthy", timeout=timeouts.DRA_HEALTH_REPORTED)
+
+    stopped_at = time.monotonic()
+    assert driver.stop() == 0, f"{driver.name} did not stop cleanly: {driver.log_tail()}"
+    wait_health(pod, key, "Unknown", timeout=timeouts.DRA_HEALTH_UNKNOWN)
+    waited = time.monotonic() - stopped_at
+    assert waited < LONG_HEALTH_TIMEOUT / 2, f"Unknown only {waited:.0f}s after the stop"
