@@ -3,10 +3,13 @@ its deletion and the controller's event. One check for every taint suite, so the
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubernetes import client
 
 from device_conformance import timeouts
-from device_conformance.handles import PodHandle
+from device_conformance.handles import ClaimPodHandle, PodHandle
+from device_conformance.kube import pods
 
 # pkg/controller/devicetainteviction/device_taint_eviction.go: the condition it adds and the event it records
 # (addConditionAndDeletePod, the same strings from the first release with device taints, kubernetes#130447).
@@ -38,3 +41,21 @@ def assert_eviction_event(pod: PodHandle) -> None:
     event = pod.wait_event("DeviceTaintManagerEviction")
     expected = EVICTION_EVENT.format(name=pod.name)
     assert event == expected, f"{pod}: DeviceTaintManagerEviction event {event!r}, expected {expected!r}"
+
+
+def running_claim_pod(objects: Any, prefix: str, driver: str, **request: Any) -> tuple[ClaimPodHandle, Any]:
+    """A kept pod with one claim from a template of `driver` (DraObjects.claim_pod), Running -> (its handle, its one
+    allocated device)."""
+    pod = objects.claim_pod(prefix, driver, request=request, keep=True)
+    pod.wait_running()
+    devices = pod.allocated_devices()
+    assert len(devices) == 1, f"{pod} runs with allocated devices {devices}, expected one"
+    return pod, devices[0]
+
+
+def evicted(current: client.V1Pod) -> str | None:
+    """A stays()/watch() probe: None while the pod is not being deleted, else its state."""
+    if current.metadata.deletion_timestamp is not None:
+        conditions = [(c.type, c.reason) for c in current.status.conditions or []]
+        return f"pod deleted: {pods.summary(current)} conditions={conditions}"
+    return None

@@ -23,7 +23,7 @@ from device_conformance.expectations.dra import (
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import audit, dra, metrics, pods
-from device_conformance.taint_eviction import assert_evicted
+from device_conformance.taint_eviction import assert_evicted, evicted, running_claim_pod
 from device_conformance.wait.core import Abort, Pending, stays, until, watch
 
 pytestmark = [
@@ -51,23 +51,6 @@ def taint(key, effect="NoExecute", time_added=None):
     return entry
 
 
-def running_pod(objects, driver, **request):
-    """A kept pod with one claim from a template, Running -> (its handle, its one device)."""
-    pod = objects.claim_pod("evict", driver, request=request, keep=True)
-    pod.wait_running()
-    devices = pod.allocated_devices()
-    assert len(devices) == 1, f"{pod} runs with allocated devices {devices}, expected one"
-    return pod, devices[0]
-
-
-def evicted(current):
-    """A stays()/watch() probe: None while the pod is not being deleted, else its state."""
-    if current.metadata.deletion_timestamp is not None:
-        conditions = [(c.type, c.reason) for c in current.status.conditions or []]
-        return f"pod deleted: {pods.summary(current)} conditions={conditions}"
-    return None
-
-
 @pytest.fixture(scope="module", autouse=True)
 def tolerated_forever(request, cluster):
     """A pod tolerating its device's NoExecute taint without tolerationSeconds, its window running from
@@ -77,7 +60,7 @@ def tolerated_forever(request, cluster):
         return
     shared_dra = request.getfixturevalue("shared_dra")
     driver = shared_dra.driver(devices=("dev-0",))
-    pod, device = running_pod(shared_dra.objects, driver, tolerations=[toleration(KEY)])
+    pod, device = running_claim_pod(shared_dra.objects, "evict", driver, tolerations=[toleration(KEY)])
     driver.set_taints(device, [taint(KEY)])
     window = watch(
         lambda: evicted(pod.read()),
@@ -132,7 +115,7 @@ def test_rule_evicts_a_pod_that_tolerates_the_slice_taint(dra_driver, dra_object
 def test_partial_toleration_is_no_toleration(dra_driver, dra_objects):
     """Two NoExecute taints on the device, the claim tolerates one of them: evicted at once."""
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY)])
+    pod, device = running_claim_pod(dra_objects, "evict", driver, tolerations=[toleration(KEY)])
     driver.set_taints(device, [taint(KEY), taint(OTHER_KEY)])
     assert_evicted(pod)
 
@@ -147,7 +130,9 @@ def test_toleration_seconds_count_from_the_taints_time_added(dra_driver, dra_obj
     """The taint says it was added 20 s ago; with 30 s of toleration the pod goes ~10 s after the taint is
     published, not 30 s after."""
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY, seconds=TOLERATION_SECONDS)])
+    pod, device = running_claim_pod(
+        dra_objects, "evict", driver, tolerations=[toleration(KEY, seconds=TOLERATION_SECONDS)]
+    )
     time_added = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=TAINTED_AGO)
     driver.set_taints(device, [taint(KEY, time_added=time_added)])
     due = TOLERATION_SECONDS - TAINTED_AGO
@@ -163,7 +148,7 @@ def test_toleration_seconds_count_from_the_taints_time_added(dra_driver, dra_obj
 @pytest.mark.scenario("DT-U4")
 def test_taint_put_back_after_a_cancelled_eviction_evicts_again(dra_driver, dra_objects, shows_known_bug):
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY, seconds=8)])
+    pod, device = running_claim_pod(dra_objects, "evict", driver, tolerations=[toleration(KEY, seconds=8)])
     driver.set_taints(device, [taint(KEY)])
     with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once, nothing to cancel
         pod.stays(evicted, what="to stay while the toleration lasts", duration=2)
@@ -198,7 +183,7 @@ def test_rule_status_goes_from_pending_to_completed_with_its_counts(dra_driver, 
     """kubernetes#135611: PodsPendingEviction while the pod's toleration lasts, then Completed with the
     evicted count only, never both counts at once."""
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(KEY, seconds=20)])
+    pod, device = running_claim_pod(dra_objects, "evict", driver, tolerations=[toleration(KEY, seconds=20)])
     rule = dra_objects.taint_rule(taint(KEY), driver=driver.config.driver_name, device=device)
     pending = ("PodsPendingEviction", "True", "1 pod needs to be evicted in 1 namespace.")
     seen = conditions_seen(dra_objects, rule, "PodsPendingEviction", timeouts.TAINT_RULE_STATUS)
@@ -213,7 +198,7 @@ def test_rule_status_goes_from_pending_to_completed_with_its_counts(dra_driver, 
 @pytest.mark.scenario("DT-U6")
 def test_rule_flipped_from_none_to_noexecute_evicts(kube, dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver)
+    pod, device = running_claim_pod(dra_objects, "evict", driver)
     rule = dra_objects.taint_rule(taint(KEY, "None"), driver=driver.config.driver_name, device=device)
     pod.stays(evicted, what="to stay under an effect-None rule", duration=3)
     version = dra_objects.rule_api.split("/")[1]
@@ -250,8 +235,8 @@ def test_each_eviction_is_one_get_patch_and_delete_and_one_deletion_in_the_metri
         )
     before = deletion_metrics(cluster)
     tainted = dra_driver(devices=("dev-0", "dev-1"))
-    evicted_pods = [running_pod(dra_objects, tainted)[0] for _ in range(2)]
-    bystander, _ = running_pod(dra_objects, dra_driver(devices=("dev-0",)))
+    evicted_pods = [running_claim_pod(dra_objects, "evict", tainted)[0] for _ in range(2)]
+    bystander, _ = running_claim_pod(dra_objects, "evict", dra_driver(devices=("dev-0",)))
     dra_objects.taint_rule(taint(KEY), driver=tainted.config.driver_name)
     for pod in evicted_pods:
         assert_evicted(pod)

@@ -40,7 +40,7 @@ from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR
 from device_conformance.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
-from device_conformance.taint_eviction import assert_evicted
+from device_conformance.taint_eviction import assert_evicted, evicted, running_claim_pod
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import Abort, Pending, until
 
@@ -81,23 +81,6 @@ def taint(effect="NoExecute", time_added=None):
 
 def parse_time(timestamp):
     return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-
-
-def running_pod(objects, driver, **request):
-    """A kept pod with one claim from a template, Running -> (its handle, its one device)."""
-    pod = objects.claim_pod("timing", driver, request=request, keep=True)
-    pod.wait_running()
-    devices = pod.allocated_devices()
-    assert len(devices) == 1, f"{pod} runs with allocated devices {devices}, expected one"
-    return pod, devices[0]
-
-
-def evicted(current):
-    """A stays() probe: None while the pod is not being deleted, else its state."""
-    if current.metadata.deletion_timestamp is not None:
-        conditions = [(c.type, c.reason) for c in current.status.conditions or []]
-        return f"pod deleted: {pods.summary(current)} conditions={conditions}"
-    return None
 
 
 def eviction_in_progress(rule):
@@ -164,7 +147,7 @@ def test_rule_changed_away_from_noexecute_cancels_the_eviction(kube, dra_driver,
     now)) and the controller has no periodic pod resync of its own, so the window lasts past the old deadline by
     ruleStatusPeriod, which also covers the status update queued for the rule."""
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(CANCELLED_TOLERATION_S)])
+    pod, device = running_claim_pod(dra_objects, "timing", driver, tolerations=[toleration(CANCELLED_TOLERATION_S)])
     rule = dra_objects.taint_rule(taint(), driver=driver.config.driver_name, device=device)
     time_added = parse_time(dra_objects.get_rule(rule)["spec"]["taint"]["timeAdded"])
     # The controller has handled the rule (and re-evaluated the pod's claim) once its status counts the pod.
@@ -209,7 +192,7 @@ def test_rule_switched_to_noexecute_counts_toleration_from_the_switch(kube, dra_
     effect changes (strategy.go PrepareForUpdate). The controller counts from that timeAdded (trackedTaint
     .deviceTaint copies rule.Spec.Taint.TimeAdded): evicted 10 s after the switch, not at once."""
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration(SWITCHED_TOLERATION_S)])
+    pod, device = running_claim_pod(dra_objects, "timing", driver, tolerations=[toleration(SWITCHED_TOLERATION_S)])
     rule = dra_objects.taint_rule(taint("None"), driver=driver.config.driver_name, device=device)
     created = dra_objects.get_rule(rule)
     created_added = parse_time(created["spec"]["taint"]["timeAdded"])
