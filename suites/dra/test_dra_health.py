@@ -2,6 +2,7 @@
 by default from 1.36) in the pod's containerStatuses[].allocatedResourcesStatus."""
 
 import pytest
+from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import (
@@ -17,16 +18,6 @@ pytestmark = [
 ]
 
 
-def device_health(pod):
-    """{(resource name, resourceID): health} of the pod's containers, as the kubelet reports it."""
-    found = {}
-    for status in pod.status.container_statuses or []:
-        for resource in status.allocated_resources_status or []:
-            for entry in resource.resources or []:
-                found[(resource.name, entry.resource_id)] = entry.health
-    return found
-
-
 @pytest.mark.since(
     f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}",
     "ResourceHealthStatus on by default (beta); the suite does not turn it on before",
@@ -36,25 +27,11 @@ def test_health_updates_reach_the_pod_status(dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",), health_service=True)
     pod = dra_objects.claim_pod("health", driver)
     pod.wait_running()
-    until(
-        lambda: True if driver.status()["health"]["open_streams"] else Pending(str(driver.status()["health"])),
-        what="the kubelet to open the driver's health stream",
-        timeout=timeouts.DRA_HEALTH_STREAM_OPEN,
-    )
-    # The kubelet names the device by its first CDI device ID, else <driver>/<pool>/<device> (manager.go).
-    (prepared,) = driver.prepared().values()
-    (device,) = prepared["devices"]
-    fallback = f"{driver.config.driver_name}/{device['pool_name']}/{device['device_name']}"
-    key = ("claim:dev", (device["cdi_device_ids"] or [fallback])[0])
-
+    wait_stream(driver)
+    key = health_key(driver, pod.claim_uid())
     for health in ("Unhealthy", "Healthy"):
         driver.push_health({"dev-0": health})
-
-        def reported(health=health):
-            seen = device_health(pod.read())
-            return True if seen.get(key) == health else Pending(f"allocatedResourcesStatus: {seen}")
-
-        until(reported, what=f"{key} to be reported {health} in the pod status", timeout=timeouts.DRA_HEALTH_REPORTED)
+        wait_health([(pod, key)], health)
 
 
 # An affected kubelet calls again every 5 s (wait.UntilWithContext in dra_plugin_manager.go, module source

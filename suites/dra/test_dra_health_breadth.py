@@ -3,10 +3,10 @@ Unknown, updates flow again once it is back (also for a pod started after the re
 health reaches every pod that shares it while another pod's device keeps its own."""
 
 import pytest
+from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR, FIRST_RESOURCE_HEALTH_STATUS_MINOR
-from device_conformance.wait.core import Pending, until
 
 pytestmark = [
     pytest.mark.dra,
@@ -16,45 +16,6 @@ pytestmark = [
         "ResourceHealthStatus on by default (beta); the suite does not turn it on before",
     ),
 ]
-
-
-def device_health(pod):
-    """{(resource name, resourceID): health} of the pod's containers, as the kubelet reports it."""
-    found = {}
-    for status in pod.status.container_statuses or []:
-        for resource in status.allocated_resources_status or []:
-            for entry in resource.resources or []:
-                found[(resource.name, entry.resource_id)] = entry.health
-    return found
-
-
-def wait_stream(driver):
-    until(
-        lambda: True if driver.status()["health"]["open_streams"] else Pending(str(driver.status()["health"])),
-        what=f"the kubelet to open the health stream of {driver.config.driver_name}",
-        timeout=timeouts.DRA_HEALTH_STREAM_OPEN,
-    )
-
-
-def health_key(driver, uid):
-    """How the kubelet names the claim's device: its first CDI device ID, else <driver>/<pool>/<device>."""
-    (device,) = driver.prepared()[uid]["devices"]
-    fallback = f"{driver.config.driver_name}/{device['pool_name']}/{device['device_name']}"
-    return ("claim:dev", (device["cdi_device_ids"] or [fallback])[0])
-
-
-def wait_health(pods_and_keys, health, timeout=timeouts.DRA_HEALTH_REPORTED):
-    """Until every (pod, key) reports `health` (a dict health per pod when they differ)."""
-
-    def probe():
-        seen = {str(pod): device_health(pod.read()) for pod, _ in pods_and_keys}
-        want = health if isinstance(health, dict) else {str(pod): health for pod, _ in pods_and_keys}
-        ok = all(seen[str(pod)].get(key) == want[str(pod)] for pod, key in pods_and_keys)
-        return True if ok else Pending(f"allocatedResourcesStatus: {seen}")
-
-    until(
-        probe, what=f"device health {health} in the pod status of {[str(p) for p, _ in pods_and_keys]}", timeout=timeout
-    )
 
 
 @pytest.mark.slow  # the kubelet took 69 s to report the stopped driver's device Unknown (upstream allows 2 min)

@@ -40,13 +40,15 @@ Proved against one-line breaks of a 1.37.1 tree (K8S_SOURCE; `pytest <this modul
   the cached health): `WaitTimeout: timed out after 120s waiting for ('claim:dev', 'dc-9b7d2c6d.example.com/
   device=eeecfc19-…-dev-0') to be reported Unknown in the pod status of pod dc-629270ab/health-end-8f044e` /
   `last seen: allocatedResourcesStatus: {(…-dev-0'): 'Healthy'}` (it also shows that the kubelet honours the
-  600 s timeout: with its 30 s default the device would have gone Unknown at the next status update anyway)
+  600 s timeout: with its 30 s default the device would have gone Unknown at the next status update anyway; seen
+  before the wait moved to fixtures/dra_health.py, whose message lists the keys and pods)
 """
 
 import os
 import time
 
 import pytest
+from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 
 from device_conformance import timeouts
 from device_conformance.expectations.dra import (
@@ -143,31 +145,6 @@ def test_newer_instance_serves_while_both_are_registered_and_after_the_older_one
     assert driver_sockets(kube, node, name) == {new_sock: 1}, "the newer instance stays registered"
 
 
-def device_health(pod):
-    """{(resource name, resourceID): health} of the pod's containers, as the kubelet reports it."""
-    found = {}
-    for status in pod.status.container_statuses or []:
-        for resource in status.allocated_resources_status or []:
-            for entry in resource.resources or []:
-                found[(resource.name, entry.resource_id)] = entry.health
-    return found
-
-
-def health_key(driver, uid):
-    """How the kubelet names the claim's device: its first CDI device ID, else <driver>/<pool>/<device>."""
-    (device,) = driver.prepared()[uid]["devices"]
-    fallback = f"{driver.config.driver_name}/{device['pool_name']}/{device['device_name']}"
-    return ("claim:dev", (device["cdi_device_ids"] or [fallback])[0])
-
-
-def wait_health(pod, key, health, timeout):
-    def probe():
-        seen = device_health(pod.read())
-        return True if seen.get(key) == health else Pending(f"allocatedResourcesStatus: {seen}")
-
-    until(probe, what=f"{key} to be reported {health} in the pod status of {pod}", timeout=timeout)
-
-
 @pytest.mark.slow  # Unknown shows at the kubelet's next pod status update (its resync, 60-90 s)
 @pytest.mark.since(
     f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}",
@@ -180,17 +157,13 @@ def test_stopped_driver_devices_turn_unknown_long_before_their_health_timeout(dr
     driver = dra_driver(devices=("dev-0",), health_service=True)
     pod = dra_objects.claim_pod("health-end", driver)
     pod.wait_running()
-    until(
-        lambda: True if driver.status()["health"]["open_streams"] else Pending(str(driver.status()["health"])),
-        what="the kubelet to open the driver's health stream",
-        timeout=timeouts.DRA_HEALTH_STREAM_OPEN,
-    )
+    wait_stream(driver)
     key = health_key(driver, pod.claim_uid())
     assert driver.push_health({"dev-0": "Healthy"}, timeout_seconds=LONG_HEALTH_TIMEOUT) >= 1, "no stream got it"
-    wait_health(pod, key, "Healthy", timeout=timeouts.DRA_HEALTH_REPORTED)
+    wait_health([(pod, key)], "Healthy")
 
     stopped_at = time.monotonic()
     assert driver.stop() == 0, f"{driver.name} did not stop cleanly: {driver.log_tail()}"
-    wait_health(pod, key, "Unknown", timeout=timeouts.DRA_HEALTH_UNKNOWN)
+    wait_health([(pod, key)], "Unknown", timeout=timeouts.DRA_HEALTH_UNKNOWN)
     waited = time.monotonic() - stopped_at
     assert waited < LONG_HEALTH_TIMEOUT / 2, f"Unknown only {waited:.0f}s after the stop"
