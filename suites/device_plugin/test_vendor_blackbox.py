@@ -14,7 +14,6 @@ from device_conformance.fixtures.device_plugin_blackbox import allocate_calls, o
 from device_conformance.fixtures.vendor import (
     allocatable_ids,
     offered_devices,
-    wait_allocatable_ids,
     wait_registrations,
 )
 
@@ -106,7 +105,7 @@ def test_kubelet_restart_keeps_the_device_and_the_plugin_registers_again(
     # The new kubelet's counters start at zero: exactly one Register since it started.
     wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert offered_devices(kube, node, resource) == n
-    wait_allocatable_ids(node, resource, offered, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+    assert allocatable_ids(node, resource) == offered
     _running_unrestarted(pod, uid, "after the kubelet restart")
     assert pod.devices(resource) == [held], (
         f"after the restart podresources lists {pod.devices(resource)}, not [{held!r}]"
