@@ -46,6 +46,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from device_conformance.process import run_passing_interrupts
 from device_conformance.providers.local import inventory
 from device_conformance.providers.local.layout import state_root
 from device_conformance.providers.local.processes import read_environ
@@ -309,7 +310,7 @@ def one_run(index: int, args: argparse.Namespace, logs: Path, before: inventory.
     with neighbours(args.neighbour, tag):  # stopped before the inventory below looks for what is left
         started = time.monotonic()
         with ClusterOwners(tag) as owners, (logs / f"run-{index:02d}.log").open("wb") as log:
-            code = subprocess.run(argv, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log).returncode
+            code = run_passing_interrupts(argv, cwd=ROOT, env=env, stdout=log)
         wall = time.monotonic() - started
     if junit.exists():
         counts, failures = junit_outcomes(junit)

@@ -9,13 +9,13 @@ for can be had here (cached, or served by the Go module proxy: toolchain/module_
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import MATRIX_VERSIONS, KubeVersion, kubelet_skew_allows
+from device_conformance.process import run_passing_interrupts
 from device_conformance.toolchain.binaries import COMPONENTS, KUBELET_ONLY, entry_dir
 from device_conformance.toolchain.cache import has_manifest
 from device_conformance.toolchain.module_proxy import (
@@ -75,8 +75,8 @@ def swap_kubelet(
 
 def _logged(argv: Sequence[str], log: Path) -> int:
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w", encoding="utf-8") as out:
-        return subprocess.run(list(argv), stdout=out, stderr=subprocess.STDOUT, check=False).returncode
+    with open(log, "wb") as out:
+        return run_passing_interrupts(argv, stdout=out)  # Ctrl-C lets the run tear its clusters down
 
 
 # -- can the releases be had? --------------------------------------------------------------------------------
