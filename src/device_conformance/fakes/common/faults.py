@@ -6,6 +6,8 @@ A Fault names a method and an action:
   block        hold the call until unblocked or cleared (or until the caller goes away)
   delay        hold the call for `seconds`, then answer normally
   crash        SIGKILL the fake's own process in the middle of the call (the call log shows it in flight)
+  drop         answer, but leave out of the answer what `target` names, in the fake's own terms (the CRI
+               proxy: "container=NAME" or "pod=NAMESPACE/NAME" leaves those containers out of ListContainers)
 Selectors: claim_uid (only calls naming that claim), times (only the next N matching calls; a block has
 no count, it holds until released). When several faults match a call, the latest one added goes first.
 """
@@ -27,7 +29,8 @@ CLAIM_ERROR = "claim_error"
 BLOCK = "block"
 DELAY = "delay"
 CRASH = "crash"
-ACTIONS = (ERROR, CLAIM_ERROR, BLOCK, DELAY, CRASH)
+DROP = "drop"
+ACTIONS = (ERROR, CLAIM_ERROR, BLOCK, DELAY, CRASH, DROP)
 # How often a held call looks whether its caller went away (the kubelet's deadline, a stopped server).
 HOLD_POLL = 0.05
 
@@ -58,9 +61,13 @@ class Fault:
     seconds: float = 0.0  # delay
     claim_uid: str | None = None  # None = any call of the method
     times: int | None = None  # None = until cleared
+    target: str = ""  # drop: what to leave out of the answer, in the fake's own terms
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fault:
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ValueError(f"unknown fault field(s) {unknown}; a fault has {list(cls.__dataclass_fields__)}")
         return cls(**data)
 
     def matches(self, method: str, claim_uids: Iterable[str]) -> bool:
@@ -78,19 +85,32 @@ class BlockedCall:
 
 @dataclass
 class Verdict:
-    """What a call does after admit(): end (cancelled, or with `error`), or answer with these claim errors."""
+    """What a call does after admit(): end (cancelled, or with `error`), or answer with these claim errors,
+    leaving out of the answer what the `drops` targets name."""
 
     cancelled: bool = False
     error: Status | None = None
     claim_errors: dict[str, str] = field(default_factory=dict)
+    drops: list[str] = field(default_factory=list)
 
 
 class Faults:
     """The fault table of one fake process, consulted by every handler before it does any work."""
 
-    def __init__(self, methods: Sequence[str], *, api: str, claim_methods: Sequence[str] = ()) -> None:
-        """methods: the ones a fault may name; claim_methods: those whose requests name claims (DRA)."""
+    def __init__(
+        self,
+        methods: Sequence[str],
+        *,
+        api: str,
+        claim_methods: Sequence[str] = (),
+        drop_methods: Sequence[str] = (),
+        check_target: Callable[[str], object] | None = None,
+    ) -> None:
+        """methods: the ones a fault may name; claim_methods: those whose requests name claims (DRA);
+        drop_methods: those whose answers a drop fault may thin, its target checked by check_target (which
+        raises ValueError naming the right form)."""
         self._methods, self._api, self._claim_methods = tuple(methods), api, tuple(claim_methods)
+        self._drop_methods, self._check_target = tuple(drop_methods), check_target
         self._cond = threading.Condition()
         self._faults: list[Fault] = []
         self._blocked: dict[int, BlockedCall] = {}
@@ -117,7 +137,7 @@ class Faults:
             self._cond.notify_all()
 
     def admit(self, method: str, claim_uids: Sequence[str] = (), *, is_active: Callable[[], bool]) -> Verdict:
-        """Apply the faults matching this call, in order block, delay, crash, error, claim_error."""
+        """Apply the faults matching this call, in order block, delay, crash, error, claim_error and drop."""
         uids = list(claim_uids)
         if not self._hold_while_blocked(method, uids, is_active):
             return Verdict(cancelled=True)
@@ -129,7 +149,7 @@ class Faults:
         error = self._take(method, uids, ERROR)
         if error is not None:
             return Verdict(error=Status(error.code, error.message))
-        return Verdict(claim_errors=self._claim_errors(method, uids))
+        return Verdict(claim_errors=self._claim_errors(method, uids), drops=self._drops(method, uids))
 
     def blocked_calls(self) -> list[dict[str, Any]]:
         with self._cond:
@@ -159,6 +179,20 @@ class Faults:
             raise ValueError(f"{fault.method} has no per-claim errors; give a gRPC code")
         if fault.action == BLOCK and fault.times is not None:
             raise ValueError("a block holds every matching call until unblocked; it takes no times")
+        if fault.times is not None and (isinstance(fault.times, bool) or not isinstance(fault.times, int)):
+            raise ValueError(f"times={fault.times!r}: give a whole number of calls, or None for until cleared")
+        if fault.times is not None and fault.times < 1:
+            raise ValueError(f"times={fault.times}: a fault applies to at least 1 call; give None for until cleared")
+        if fault.action == DELAY and fault.seconds < 0:
+            raise ValueError(f"a delay of {fault.seconds!r} seconds: give seconds >= 0")
+        if fault.action == DROP:
+            if fault.method not in self._drop_methods:
+                drops = list(self._drop_methods)
+                raise ValueError(f"{fault.method} answers have nothing to drop; drops apply to {drops}")
+            if self._check_target is not None:
+                self._check_target(fault.target)
+        elif fault.target:
+            raise ValueError(f"target={fault.target!r} is for action {DROP!r} only; leave it out for {fault.action!r}")
         fault.code = status_code(fault.code)
 
     def _matching(self, method: str, uids: list[str], action: str) -> list[Fault]:
@@ -187,6 +221,14 @@ class Faults:
                 if hit:
                     self._use(fault)
         return errors
+
+    def _drops(self, method: str, uids: list[str]) -> list[str]:
+        """The targets of every matching drop fault, newest first; each counts one use."""
+        with self._cond:
+            found = self._matching(method, uids, DROP)
+            for fault in found:
+                self._use(fault)
+            return [f.target for f in found]
 
     def _hold_while_blocked(self, method: str, uids: list[str], is_active: Callable[[], bool]) -> bool:
         """False when the caller went away while the call was held."""
