@@ -13,31 +13,111 @@ cluster the same, the node control being the suite's node agent (--allow-node-di
 
 from __future__ import annotations
 
+import os
 import shlex
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from device_conformance.errors import BadInput
 from device_conformance.fakes.common.handle import PROCESS, ProcessHandle
 from device_conformance.fakes.common.process import FakeProcess
+from device_conformance.fakes.common.sockets import SUN_PATH_MAX, sun_path_trouble, too_long_paths
 from device_conformance.kube.kubelet_metrics import KubeletCounts
 from device_conformance.process import kill_group_of_reaped_leader
-from device_conformance.vendor_spec import DEVICE_PLUGIN, NODE_PATHS, VendorSpec
+from device_conformance.vendor_spec import DEVICE_PLUGIN, NODE_PATHS, VendorSpec, socket_names
 
 # A vendor's subject can only be run (the names: fakes/common/handle.py).
 VENDOR_CAPABILITIES = frozenset({PROCESS})
 
 CommandFor = Callable[[Mapping[str, str]], str]
 
+# Placeholders naming a directory the subject binds its sockets in, by the short link name it gets there.
+# The host path of a node's /var/lib/kubelet/device-plugins is longer than the node's own (local provider:
+# /var/lib/device-conformance/runs/<run>/node/kubelet/device-plugins, 69 bytes), which would leave a plugin
+# 38 bytes of sun_path's 107 (unix(7)) for its socket name where the kubelet, dialling
+# /var/lib/kubelet/device-plugins/<endpoint>, leaves 75. So such a directory is given through a symlink in a
+# short /tmp directory (ShortDirs): the kernel follows symlinks in a socket path's directories
+# (path_resolution(7)), the socket is the same file in the kubelet's directory, and the kubelet dials it by the
+# relative endpoint the plugin registers (api.proto RegisterRequest.endpoint, pkg/kubelet/cm/devicemanager
+# plugin/v1beta1/handler.go). Not for a DRA driver's directories: it registers an absolute endpoint
+# (pluginregistration/v1 PluginInfo.endpoint), which the kubelet must be able to dial as it is.
+SOCKET_DIRS = {"plugin_dir": "dp"}
 
-def node_values(spec: VendorSpec, node: object, kubeconfig: Path) -> dict[str, str]:
-    """The placeholders' values for one node: host paths of its kubelet directories, its name, the cluster."""
+
+class ShortDirs:
+    """Short symlinks (/tmp/dcs-XXXXXXXX/<prefix><n>, 21 bytes) to long host directories, made on first use, one
+    per directory; remove() deletes the links and their directory, never what they point to."""
+
+    def __init__(self, parent: str = "/tmp") -> None:
+        self.parent = parent
+        self.root: Path | None = None
+        self.links: dict[Path, Path] = {}
+
+    def alias(self, prefix: str, target: Path) -> Path:
+        if target not in self.links:
+            if self.root is None:
+                self.root = Path(tempfile.mkdtemp(prefix="dcs-", dir=self.parent))
+            link = self.root / f"{prefix}{len(self.links)}"
+            link.symlink_to(target, target_is_directory=True)
+            self.links[target] = link
+        return self.links[target]
+
+    def remove(self) -> None:
+        for link in self.links.values():
+            link.unlink(missing_ok=True)
+        if self.root is not None:
+            self.root.rmdir()
+        self.root, self.links = None, {}
+
+
+def node_values(
+    spec: VendorSpec, node: object, kubeconfig: Path, short: ShortDirs | None = None, template: str = ""
+) -> dict[str, str]:
+    """The placeholders' values for one node: host paths of its kubelet directories, its name, the cluster.
+    With `short`, a socket directory (SOCKET_DIRS) whose host path is longer than the node's is given as a
+    short symlink to it. `template`: the command, whose socket paths under {plugin_dir} are then checked."""
     host_path = node.host_path  # type: ignore[attr-defined]
     values = {name: str(host_path(path)) for name, path in NODE_PATHS.items()}
+    for name, link in SOCKET_DIRS.items():
+        if short is not None and len(values[name]) > len(NODE_PATHS[name]):
+            values[name] = str(short.alias(link, Path(values[name])))
     values.update(kubeconfig=str(kubeconfig), node_name=node.name)  # type: ignore[attr-defined]
     values["on_node"] = shlex.join(node.command_prefix())  # type: ignore[attr-defined]
     values["resource" if spec.kind == DEVICE_PLUGIN else "driver"] = spec.name
+    for socket in socket_names(template):
+        check_socket_path(os.path.join(values["plugin_dir"], socket), "{plugin_dir}/" + socket)
     return values
+
+
+def check_socket_path(path: str, what: str) -> None:
+    """BadInput before the subject starts when a socket path its command names cannot be bound."""
+    size = len(os.fsencode(path))
+    if size > SUN_PATH_MAX:
+        raise BadInput(
+            f"--vendor-command: the socket path {what} is {path}, {size} bytes, over sun_path's {SUN_PATH_MAX} "
+            "(unix(7)): the subject cannot bind it (bind: invalid argument)",
+            f"give the socket a name of at most {SUN_PATH_MAX - len(os.fsencode(os.path.dirname(path))) - 1} bytes",
+        )
+
+
+def socket_dir_fix(socket_dir: str, tried: list[str]) -> str:
+    """The fix for a socket path beyond sun_path: `socket_dir` is the directory the subject was given, `tried` the
+    too-long paths its log names (where it really bound, e.g. after resolving the link)."""
+    node_dir = NODE_PATHS["plugin_dir"]
+    size = len(os.fsencode(socket_dir))
+    elsewhere = sorted({os.path.dirname(p) for p in tried} - {socket_dir.rstrip("/")})
+    if elsewhere:
+        fix = (
+            f"bind in the socket directory the subject is given ({{plugin_dir}}: {socket_dir}, {size} bytes), as it "
+            f"is: it bound in {elsewhere[0]} ({len(os.fsencode(elsewhere[0]))} bytes) instead (a resolved link?)"
+        )
+    else:
+        fix = f"name the socket at most {SUN_PATH_MAX - size - 1} bytes in {socket_dir} ({size} bytes)"
+    return (
+        f"{fix}; on any node the kubelet dials {node_dir}/<endpoint>, so an endpoint of more than "
+        f"{SUN_PATH_MAX - len(node_dir) - 1} bytes never works"
+    )
 
 
 class VendorHandle(ProcessHandle):
@@ -81,6 +161,22 @@ class VendorHandle(ProcessHandle):
 
     def cleanup(self) -> None:
         self.stop()
+
+    def start_failure(self, socket_dir: str) -> str | None:
+        """Why the subject will not come up, as far as can be seen: its log says a socket path in `socket_dir`
+        exceeds sun_path (whether it exited or retries), or it exited; None while it runs and says neither."""
+        log = self.process.log_tail(60)
+        trouble = sun_path_trouble(log)
+        if trouble:
+            tried = too_long_paths(log)
+            paths = "".join(f"\n  path: {p} ({len(os.fsencode(p))} bytes)" for p in tried[:3])
+            return (
+                f"{self.name} could not bind its socket: a Unix socket path holds at most {SUN_PATH_MAX} bytes "
+                f"(sun_path, unix(7)):\n{trouble}{paths}\nfix: {socket_dir_fix(socket_dir, tried)}"
+            )
+        if not self.is_running():
+            return f"{self.name} exited (exit {self.process.returncode}) before registering; its log:\n{log}"
+        return None
 
     def report(self) -> str:
         """For a failing test's artifacts: the command and the subject's output."""

@@ -140,6 +140,30 @@ def placeholders_of(command: str) -> list[str]:
     return fields
 
 
+# A path the command names under {plugin_dir}: the plugin's socket, whose name is then known before it starts.
+_SOCKET_IN_PLUGIN_DIR = re.compile(r"\{plugin_dir\}/([^\s'\"{}]+)")
+
+
+def socket_names(command: str) -> list[str]:
+    """The names the command gives paths in {plugin_dir} (e.g. `--socket {plugin_dir}/gpu.sock`)."""
+    return _SOCKET_IN_PLUGIN_DIR.findall(command)
+
+
+def check_socket_names(command: str) -> None:
+    """BadInput when a socket the command names in {plugin_dir} could not be dialled by the kubelet, on any
+    node: it dials /var/lib/kubelet/device-plugins/<endpoint> (pkg/kubelet/cm/devicemanager/plugin/v1beta1/
+    client.go dial), and a Unix socket path holds at most 107 bytes (sun_path, unix(7))."""
+    limit = 107 - len(NODE_PATHS["plugin_dir"]) - 1
+    for name in socket_names(command):
+        if len(name.encode()) > limit:
+            path = f"{NODE_PATHS['plugin_dir']}/{name}"
+            raise BadInput(
+                f"--vendor-command names the socket {{plugin_dir}}/{name}: the kubelet would dial {path}, "
+                f"{len(path.encode())} bytes, over sun_path's 107 (unix(7)); no plugin can bind it either",
+                f"give the socket a name of at most {limit} bytes",
+            )
+
+
 def parse(
     device_plugin: str | None, dra_driver: str | None, command: str | None, daemonset: str | None = None
 ) -> VendorSpec | None:
@@ -206,6 +230,7 @@ def parse(
             )
     else:
         placeholders_of(command)
+        check_socket_names(command)
     return spec
 
 

@@ -147,6 +147,18 @@ RUNS = (
         expected={},
     ),
     Run(
+        "dp-long-socket-name",
+        DP,
+        patterns=("long-socket-name",),
+        # A socket (Register endpoint) named with 60 characters: the API sets no limit on the endpoint
+        # (deviceplugin/v1beta1 api.proto RegisterRequest.endpoint), the kubelet dials
+        # /var/lib/kubelet/device-plugins/<endpoint>, 92 bytes of sun_path's 107 (unix(7)). On the test host the
+        # directory's own path is 69+ bytes; vendor mode gives {plugin_dir} through a short link
+        # (vendor_handles.py SOCKET_DIRS), so the plugin binds where the kubelet can dial.
+        why="a 60-character socket name",
+        expected={},
+    ),
+    Run(
         "dp-defect-allocate-refuses-handed-out-id",
         DP,
         defects=("allocate-refuses-handed-out-id",),

@@ -217,6 +217,20 @@ ROWS: list[Row] = [
         exit_code=4,
     ),
     Row(
+        "`--vendor-command` naming a socket in `{plugin_dir}` the kubelet cannot dial (over sun_path)",
+        [
+            PYTEST,
+            *SUITE,
+            "--vendor-device-plugin",
+            "vendor.com/gpu",
+            "--vendor-command",
+            "my-plugin --socket {plugin_dir}/" + "s" * 76,
+        ],
+        message="--vendor-command names the socket {plugin_dir}/" + "s" * 76 + ": the kubelet would dial",
+        fix="fix: give the socket a name of at most 75 bytes",
+        exit_code=4,
+    ),
+    Row(
         "`--vendor-device-plugin` without `--vendor-command`",
         [PYTEST, *SUITE, "--vendor-device-plugin", "vendor.com/gpu"],
         message="--vendor-device-plugin 'vendor.com/gpu' needs --vendor-command",

@@ -38,7 +38,7 @@ from device_conformance.certify.verdicts import (
     Subject,
 )
 from device_conformance.errors import BadInput, WaitTimeout
-from device_conformance.fakes.common.sockets import SUN_PATH_MAX, fits
+from device_conformance.fakes.common.sockets import SUN_PATH_MAX, fits, log_paths, sun_path_trouble
 from device_conformance.fakes.kubelet_stub import (
     SUPPORTED_VERSIONS,
     KubeletStub,
@@ -88,6 +88,9 @@ class DevicePluginCertifier:
         self._channels: list[grpc.Channel] = []
         self._never_registered = False
         self._no_registration = ""  # why the first registration never came
+        # The subject could not bind its socket in --socket-dir for sun_path (a name the kubelet could dial in its
+        # own directory): the user's input, raised as BadInput once the run is stopped.
+        self._socket_dir_too_long: BadInput | None = None
         self.crash = CrashWatch(self.proc, self._recover)
 
     # -- the run ------------------------------------------------------------------------------------------
@@ -126,12 +129,16 @@ class DevicePluginCertifier:
                 guarded = self._guarded(order[clause_id], step)
                 uses_subject = clause_id not in RECORD_ONLY
                 cert.results.append(self.crash.run(order[clause_id], guarded, uses_subject=uses_subject))
+                if self._socket_dir_too_long:
+                    break
         finally:
             self._close()
             if self.proc:
                 cert.notes.append(f"subject process: started {self.proc.starts} time(s), {self.proc.stop()}")
                 cert.notes.append(f"subject log: {self.proc.log_path}")
             self.stub.stop()
+        if self._socket_dir_too_long:
+            raise self._socket_dir_too_long
             cert.finished = cert.started + sum(r.seconds for r in cert.results)
         cert.results.sort(key=lambda r: list(order).index(r.clause.id))
         return cert
@@ -166,9 +173,39 @@ class DevicePluginCertifier:
             self.registration = self._wait_registration(1, limits.REGISTER_TIMEOUT)
         except (Abort, WaitTimeout) as exc:  # the log tail comes with the FAIL (certify/crash.py)
             ev.add(str(exc))
-            self._no_registration = str(exc).splitlines()[0]
+            self._no_registration = self._bind_failure() or str(exc).splitlines()[0]
             return False
         return True
+
+    def _bind_failure(self) -> str | None:
+        """Why the subject did not register when its log says a socket path exceeds sun_path. A socket name the
+        kubelet could dial in its own directory (/var/lib/kubelet/device-plugins/<name> within 107 bytes) makes
+        it the user's --socket-dir (self._socket_dir_too_long, BadInput); a longer one is the subject's: no node
+        could reach it (DP-REG-ENDPOINT's rule)."""
+        if not self.proc:
+            return None
+        log = "\n".join(self.proc.log_tail(60))
+        trouble = sun_path_trouble(log)
+        if not trouble:
+            return None
+        here = self.t.socket_dir.rstrip("/")
+        names = sorted({os.path.basename(p) for p in log_paths(log) if os.path.dirname(p) == here}, key=len)
+        kubelet_room = SUN_PATH_MAX - len(os.fsencode(KUBELET_DIR)) - 1
+        if names and len(os.fsencode(names[-1])) > kubelet_room:
+            return (
+                f"its socket {names[-1]!r} ({len(os.fsencode(names[-1]))} bytes) cannot be bound: a Unix socket path "
+                f"holds at most {SUN_PATH_MAX} bytes (sun_path, unix(7)), and on a node the kubelet dials "
+                f"{KUBELET_DIR}/{names[-1]}, over it too (DP-REG-ENDPOINT)"
+            )
+        size = len(os.fsencode(self.t.socket_dir))
+        named = f", its socket name {names[-1]!r} {len(os.fsencode(names[-1]))} bytes" if names else ""
+        self._socket_dir_too_long = BadInput(
+            f"the subject could not bind its socket in --socket-dir {self.t.socket_dir} ({size} bytes{named}): a "
+            f"Unix socket path holds at most {SUN_PATH_MAX} bytes (sun_path, unix(7)); its log:\n{trouble}",
+            f"certify in a --socket-dir no longer than the kubelet's own {KUBELET_DIR} ({len(KUBELET_DIR)} bytes), "
+            "e.g. $(mktemp -d /tmp/dp-XXXXXX): a socket name that works on a node then works here",
+        )
+        return f"the subject could not bind its socket in --socket-dir {self.t.socket_dir} (sun_path)"
 
     def _recover(self, ev: Evidence, restart: Callable[[], str]) -> None:
         """CrashWatch's callback: start the subject again and wait for its new registration."""
@@ -543,6 +580,11 @@ class DevicePluginCertifier:
         if reg.error and reg.error.startswith(("failed to dial", "failed to get device plugin options")):
             raise ClauseFailed(f"registered again, but the kubelet could not reach the plugin: {reg.error}")
         return f"registered again {reg.at - restarted:.1f}s after kubelet.sock was re-created"
+
+
+# The kubelet's device plugin directory on a node (staging/src/k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/
+# constants.go DevicePluginPath), where it dials every endpoint.
+KUBELET_DIR = "/var/lib/kubelet/device-plugins"
 
 
 def too_long(path: str, what: str) -> str:

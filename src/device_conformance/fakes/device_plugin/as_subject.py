@@ -25,6 +25,7 @@ from pathlib import Path
 
 from device_conformance.fakes.device_plugin.config import (
     DEFECTS,
+    LONG_SOCKET_NAME,
     PATTERNS,
     AllocateConfig,
     DeviceConfig,
@@ -32,6 +33,14 @@ from device_conformance.fakes.device_plugin.config import (
 )
 
 DEVICES_ENV = "DC_DEVICES"
+
+
+def socket_name(patterns: list[str]) -> str:
+    """dc-vendor-<pid>.sock, or with the long-socket-name pattern one of LONG_SOCKET_NAME characters."""
+    if "long-socket-name" not in patterns:
+        return f"dc-vendor-{os.getpid()}.sock"
+    stem = f"dc-vendor-long-socket-name-{os.getpid()}-"
+    return stem.ljust(LONG_SOCKET_NAME - len(".sock"), "x") + ".sock"
 
 
 def config_from(argv: list[str] | None, workdir: Path) -> DevicePluginConfig:
@@ -51,7 +60,7 @@ def config_from(argv: list[str] | None, workdir: Path) -> DevicePluginConfig:
     return DevicePluginConfig(
         resource_name=args.resource,
         socket_dir=args.socket_dir,
-        socket_name=f"dc-vendor-{os.getpid()}.sock",
+        socket_name=socket_name(args.pattern),
         devices=[DeviceConfig(d) for d in args.devices.split(",") if d],
         allocate=AllocateConfig(envs={args.env_name: "{ids}"}),
         control_socket=str(workdir / "ctl.sock"),

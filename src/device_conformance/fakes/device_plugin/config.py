@@ -107,7 +107,12 @@ HOST_DEV_MOUNT = "/host/dev"
 #   list-empty-then-full: every ListAndWatch stream sends an empty list first and the full one LIST_DELAY later
 #       (a plugin that answers before its device scan finished). Harmless: the kubelet replaces the resource's
 #       device set with each response (pkg/kubelet/cm/devicemanager/manager.go genericDeviceUpdateCallback).
-PATTERNS = ("list-empty-then-full",)
+#   long-socket-name: the socket (the Register endpoint) has a name of LONG_SOCKET_NAME characters, as plugins
+#       naming it after their resource and an instance do. The API puts no limit on the endpoint
+#       (staging/src/k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto RegisterRequest.endpoint); only
+#       sun_path's 107 bytes (unix(7)) bound /var/lib/kubelet/device-plugins/<endpoint>, 92 bytes with 60.
+PATTERNS = ("list-empty-then-full", "long-socket-name")
+LONG_SOCKET_NAME = 60
 # The delay of list-empty-then-full's full list.
 LIST_DELAY = 0.3
 
