@@ -45,6 +45,29 @@ class NodeControl:
             )
         return list(prefix())
 
+    # -- the kubelet's container runtime endpoint ----------------------------------------------
+    def runtime_socket(self) -> str:
+        """The container runtime's CRI socket as the test host reaches it (a CRI proxy on the host forwards
+        there). The provider's transport says where; one whose runtime the host cannot reach has none."""
+        socket = getattr(self.transport, "runtime_socket", None)
+        if socket is None:
+            raise BadInput(
+                f"the test host cannot reach the container runtime of node {self.name} (no runtime_socket)",
+                "use the local or the kind provider",
+            )
+        return str(socket())
+
+    def set_runtime_endpoint(self, endpoint: str | None) -> None:
+        """The CRI endpoint (unix:///<node path>) the kubelet uses from its next start on; None: the node's own
+        runtime again. Takes effect when the kubelet (re)starts; the caller restarts it."""
+        setter = getattr(self.transport, "set_runtime_endpoint", None)
+        if setter is None:
+            raise BadInput(
+                f"node {self.name} cannot point its kubelet at another container runtime endpoint",
+                "use the local or the kind provider",
+            )
+        setter(endpoint)
+
     # -- files -------------------------------------------------------------------------------
     def host_path(self, node_path: str | Path) -> Path:
         """Where a path of the node (e.g. /var/lib/kubelet/device-plugins) is on the test host."""

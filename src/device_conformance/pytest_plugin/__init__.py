@@ -20,6 +20,7 @@ FIXTURE_MODULES = (
     "device_conformance.fixtures.pods",
     "device_conformance.fixtures.device_plugins",
     "device_conformance.fixtures.dra_drivers",
+    "device_conformance.fixtures.cri_proxy",
     "device_conformance.fixtures.vendor",
     "device_conformance.pytest_plugin.vendor",
     "device_conformance.pytest_plugin.report",

@@ -28,6 +28,10 @@ NODE_CRI_SOCKET = "/run/containerd/containerd.sock"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 # Where the node's own kubelet binary and config are kept while another version runs (upgrade tests).
 ORIGINAL_SUFFIX = ".dc-original"
+# A kubelet.service drop-in naming another CRI endpoint (NodeControl.set_runtime_endpoint): kind's 10-kubeadm.conf
+# passes $KUBELET_EXTRA_ARGS last (kind images/base/files/etc/systemd/system/kubelet.service.d), and the flag wins
+# over the config file's containerRuntimeEndpoint. /run: a node container started again has none left.
+RUNTIME_ENDPOINT_DROPIN = "/run/systemd/system/kubelet.service.d/50-dc-runtime-endpoint.conf"
 PUT_BACK_ORIGINALS = (
     f"for p in {KUBELET_BINARY} {KUBELET_CONFIG}; "
     f'do [ ! -e "$p{ORIGINAL_SUFFIX}" ] || mv -f "$p{ORIGINAL_SUFFIX}" "$p"; done'
@@ -56,10 +60,25 @@ class KindTransport:
         has_crictl = self.run(["sh", "-c", "command -v crictl"], check=False, timeout=60).strip()
         if has_crictl:
             return Crictl(self.run)
+        return CRIClient(self.runtime_socket())
+
+    def runtime_socket(self) -> str:
+        """The node's containerd socket from the host, through the node's root (NodeControl.runtime_socket)."""
         pid = self.docker.text(["inspect", "--format", "{{.State.Pid}}", self.name], timeout=60).strip()
         if not pid.isdigit() or pid == "0":
             raise ConformanceError(f"kind node {self.name} is not running (pid {pid!r}): no CRI to reach")
-        return CRIClient(f"/proc/{pid}/root{NODE_CRI_SOCKET}")
+        return f"/proc/{pid}/root{NODE_CRI_SOCKET}"
+
+    def set_runtime_endpoint(self, endpoint: str | None) -> None:
+        """NodeControl.set_runtime_endpoint: a runtime drop-in of kubelet.service adding
+        --container-runtime-endpoint, or none; systemd reads it at the next start (after daemon-reload)."""
+        if endpoint is None:
+            self.run(["rm", "-f", RUNTIME_ENDPOINT_DROPIN])
+        else:
+            dropin = f'[Service]\nEnvironment="KUBELET_EXTRA_ARGS=--container-runtime-endpoint={endpoint}"\n'
+            self.run(["mkdir", "-p", str(PurePosixPath(RUNTIME_ENDPOINT_DROPIN).parent)])
+            self.run(["sh", "-c", 'cat > "$1"', "sh", RUNTIME_ENDPOINT_DROPIN], stdin=dropin.encode())
+        self.run(["systemctl", "daemon-reload"])
 
 
 class KindKubelet(SystemdKubelet):

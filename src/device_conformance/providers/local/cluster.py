@@ -70,6 +70,8 @@ class LocalCluster:
         # What the user asks of the components beyond the version's settings (--kubelet-verbosity, --feature-gates,
         # --kubelet-arg, --kubelet-config): every start of a component, the kubelet's restarts too.
         self.knobs = knobs
+        # The kubelet's container runtime endpoint when not containerd's socket (a CRI proxy, fixtures/cri_proxy.py).
+        self.runtime_endpoint: str | None = None
         self._kubelet_version: KubeVersion | None = None
 
     # ---- bring-up -------------------------------------------------------------------------
@@ -319,6 +321,7 @@ class LocalCluster:
                 self.state.cgroup_root,
                 settings,
                 knobs=self.knobs,
+                runtime_endpoint=self.runtime_endpoint,
             )
         )
         argv = components.kubelet_argv(

@@ -110,9 +110,10 @@ def kubelet_config(
     cgroup_root: str,
     settings: ComponentSettings,
     knobs: ComponentKnobs = DEFAULT_KNOBS,
+    runtime_endpoint: str | None = None,
 ) -> str:
     """The KubeletConfiguration: what this host and the suites need, the version's fields, then the user's
-    (--kubelet-config, merged map by map) on top."""
+    (--kubelet-config, merged map by map) on top. `runtime_endpoint`: another CRI endpoint than containerd's."""
     config: dict[str, object] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -121,7 +122,7 @@ def kubelet_config(
         "healthzBindAddress": "127.0.0.1",
         "healthzPort": ports.kubelet_healthz,
         "readOnlyPort": 0,
-        "containerRuntimeEndpoint": f"unix://{containerd_socket}",
+        "containerRuntimeEndpoint": runtime_endpoint or f"unix://{containerd_socket}",
         # No systemd on our hosts; cgroupfs driver, each cluster under its own cgroup root.
         "cgroupDriver": "cgroupfs",
         "cgroupRoot": cgroup_root,

@@ -47,6 +47,15 @@ class LocalTransport:
     def cri(self) -> CRIClient:
         return CRIClient(str(self.cluster.layout.containerd_socket))
 
+    def runtime_socket(self) -> str:
+        """containerd's socket (NodeControl.runtime_socket): a host path, the node sees it at the same path."""
+        return str(self.cluster.layout.containerd_socket)
+
+    def set_runtime_endpoint(self, endpoint: str | None) -> None:
+        """NodeControl.set_runtime_endpoint: the kubelet config of its next start names `endpoint` (held in memory
+        only: a kept cluster's kubelet started again by a later run is on containerd)."""
+        self.cluster.runtime_endpoint = endpoint
+
     def command_prefix(self) -> list[str]:
         """What runs a long-lived process in the node's mount namespace (NodeControl.command_prefix): nsenter
         execs, so the process's pid is the command's own and a SIGKILL to it reaches the subject."""
