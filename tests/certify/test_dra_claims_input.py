@@ -64,7 +64,8 @@ def test_an_allocated_claim_of_this_driver_and_node_has_no_problems():
             ),
             NODE,
             None,
-            "claim ns-1/gpu-claim has no devices allocated from driver gpu.example.com",
+            "claim ns-1/gpu-claim has no devices allocated from driver gpu.example.com (only from "
+            "['other.example.com'])",
         ),
         (RECORDED, "node-2", None, "claim ns-1/gpu-claim is allocated for node(s) ['node-1'], not node-2"),
         (

@@ -196,6 +196,19 @@ def checkpoint_not_json(given: Given) -> None:
     (given.tmp / "kubelet_internal_checkpoint").chmod(stat.S_IRUSR | stat.S_IWUSR)
 
 
+def unallocated_claim(given: Given) -> None:
+    """$TMP/claims.yaml is a resource.k8s.io/v1beta1 ResourceClaim (as `kubectl get -o yaml` prints it on 1.32)
+    that the scheduler has not allocated yet: no status.allocation."""
+    claim = {
+        "apiVersion": "resource.k8s.io/v1beta1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "gpu", "namespace": "ns-1", "uid": "6f1c2a3e-0000-4000-8000-000000000001"},
+        "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "x.example.com"}]}},
+        "status": {},
+    }
+    (given.tmp / "claims.yaml").write_text(json.dumps(claim))
+
+
 # ---- the table --------------------------------------------------------------------------------------------
 
 SETUP = [CLI, "setup", "--no-packages"]
@@ -684,6 +697,30 @@ ROWS: list[Row] = [
         exit_code=2,
         left="nothing (no report folder, no claim)",
         gone=("{tmp}/out",),
+    ),
+    Row(
+        "`certify dra-driver --claims FILE` with a claim that is not allocated",
+        [
+            CLI,
+            "certify",
+            "dra-driver",
+            "--driver",
+            "x.example.com",
+            "--node",
+            "node-1",
+            "--claims",
+            "{tmp}/claims.yaml",
+            "--registry-dir",
+            "{tmp}/reg",
+            "--out",
+            "{tmp}/out",
+        ],
+        given="unallocated_claim",
+        message="--claims {tmp}/claims.yaml: claim ns-1/gpu is not allocated",
+        fix="fix: give a list of {namespace, name, uid[, devices]} entries, or ResourceClaim objects",
+        exit_code=2,
+        left="nothing (no report folder)",
+        gone=("{tmp}/out", "{tmp}/reg"),
     ),
     Row(
         "a checkpoint file that is not JSON",

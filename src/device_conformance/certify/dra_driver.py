@@ -40,7 +40,7 @@ from device_conformance.certify.verdicts import (
     NotApplicable,
     Subject,
 )
-from device_conformance.errors import BadInput, WaitTimeout
+from device_conformance.errors import WaitTimeout
 from device_conformance.fakes.dra_driver.kubelet_client import Claim, KubeletClient
 from device_conformance.protos.pluginregistration.v1 import api_pb2 as reg_pb2
 from device_conformance.protos.pluginregistration.v1 import api_pb2_grpc as reg_grpc
@@ -88,18 +88,11 @@ class DraDriverTarget:
     workdir: Path = Path(".")
 
 
-def load_claims(path: str) -> tuple[list[Claim], dict[str, list[str]]]:
-    """--claims FILE: a JSON or YAML list of {namespace, name, uid[, devices]}; `devices`, the device names the
-    claim's allocation has for this driver, lets DRA-PREPARE check that all of them are prepared."""
-    import yaml
-
-    try:
-        data = yaml.safe_load(Path(path).read_text())
-        claims = [(c["namespace"], c["uid"], c["name"]) for c in data]
-        allocated = {c["uid"]: [str(d) for d in c["devices"]] for c in data if c.get("devices")}
-    except (OSError, yaml.YAMLError, TypeError, KeyError, AttributeError) as exc:
-        raise BadInput(f"--claims {path}: {exc}", "give a list of {namespace, name, uid[, devices]} objects") from exc
-    return claims, allocated
+def load_claims(path: str, driver: str, node: str | None = None) -> tuple[list[Claim], dict[str, list[str]]]:
+    """--claims FILE: a JSON or YAML list of {namespace, name, uid[, devices]}, or ResourceClaim objects of
+    resource.k8s.io v1, v1beta2 or v1beta1 (checked against `driver` and `node`; dra_claims.load_file); `devices`,
+    the device names the claim's allocation has for this driver, lets DRA-PREPARE check that all are prepared."""
+    return dra_claims.load_file(path, driver, node)
 
 
 def _devices(result: Any) -> list[dict[str, Any]]:
@@ -673,5 +666,6 @@ def certify_dra_driver(target: DraDriverTarget, read_claim: dra_claims.ReadClaim
     """Certify; with --kubeconfig the --claims are checked first (BadInput before anything starts)."""
     if target.kubeconfig and target.claims:
         read = read_claim or dra_claims.api_reader(target.kubeconfig)
-        dra_claims.check_claims(target.claims, target.allocated, target.driver, target.node_name, read)
+        labels = None if read_claim else dra_claims.node_labels_reader(target.kubeconfig)
+        dra_claims.check_claims(target.claims, target.allocated, target.driver, target.node_name, read, labels)
     return DraDriverCertifier(target).run()

@@ -66,8 +66,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     dra.add_argument("--driver", required=True, help="the DRA driver name, e.g. gpu.example.com")
     dra.add_argument(
         "--claims",
-        help="JSON/YAML list of {namespace, name, uid[, devices]}: claims allocated to this node that the driver can "
-        "prepare (two for every clause; `devices`: the allocated device names, checked on prepare); or `auto` (needs "
+        help="JSON/YAML list of {namespace, name, uid[, devices]}, or ResourceClaim objects of resource.k8s.io v1, "
+        "v1beta2 or v1beta1 (as kubectl get -o yaml prints them): claims allocated to this driver and node that the "
+        "driver can prepare (two for every clause; `devices`: the allocated device names, checked on prepare); or "
+        "`auto` (needs "
         "--kubeconfig and --node): once the driver serves, the tool makes two claims itself from the driver's "
         "ResourceSlices for the node, allocated and reserved as the scheduler does, in a namespace of its own "
         "deleted afterwards (for drivers whose device names are generated at start-up; a file named auto: ./auto); "
@@ -166,7 +168,7 @@ def _dra_driver(args: argparse.Namespace) -> int:
     from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver, load_claims
 
     auto = args.claims == dra_auto_claims.AUTO
-    claims, allocated = load_claims(args.claims) if args.claims and not auto else ([], {})
+    claims, allocated = load_claims(args.claims, args.driver, args.node) if args.claims and not auto else ([], {})
     # --claims auto: the API server is checked before anything starts; what the run makes is deleted on leaving.
     session = dra_auto_claims.session(args.kubeconfig, args.driver, args.node, log=_log) if auto else nullcontext()
     with session as maker:
