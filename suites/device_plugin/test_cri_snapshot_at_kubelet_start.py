@@ -19,17 +19,20 @@ the pod's admission meets the plugin away and the outcome depends on the snapsho
 the snapshot fails (either listing) or misses its container, the symptom of kubernetes#138446 through a second
 trigger (docs/findings/kubernetes-138446.md); without a fault, through the same proxy, the pod keeps running.
 
-How each check was seen failing (1.37.2, local provider):
-- the snapshot record (`_snapshot_seen`): with the fault table's drop ignored by the proxy (Verdict.drops not
-  applied in fakes/cri_proxy/proxy.py), the drop cases saw ['main'] in the snapshot instead of [].
-- "the pod keeps running" (the known-bug block): fails for every faulted case (that is the bug; xfail), passes for
-  "none"; with the faults removed from FAULTS every case passed it, so the block is what the fault changes.
-- the exact rejection (reason and message of the failed pod): seen failing with the expected message's resource
-  name changed to another resource.
-- the checkpoint entry after the plugin is back: seen failing by expecting the entry gone ({}), which the kubelet
-  does not do before its next allocation (manager.go UpdateAllocatedDevices, called from Allocate).
-- the delayed snapshot: with the delay removed, `took` is about 0.01 s and the >= DELAY check fails.
-- ContainerStatus failing: with the fault removed the pod is Running at once, so "stays not Running" fails.
+How each check was seen failing (1.37.2, local provider, 2026-11-28: a copy of this module with one break per
+test, run as one session: 5 failed, the unbroken "none" passed, the unbroken drop-pod xfailed):
+- the snapshot record (`_snapshot_seen`): with drop-container's fault not armed (as a proxy that ignores drops),
+  `('ok', 'ok', ['main']) == ('ok', 'ok', [])` failed.
+- "the pod keeps running" (the known-bug block): passes for "none", fails for each faulted case (the xfail, with the
+  pod's status and the kubelet's UnexpectedAdmissionError event as what the check saw).
+- the exact rejection: with the expected resource name changed ("...devx") it failed on the kubelet's message.
+- the checkpoint entry after the plugin is back: expecting it gone ({}) failed, `{'main': ['dev-0']} == {}`: the
+  kubelet prunes a rejected pod only at its next allocation (manager.go UpdateAllocatedDevices, from Allocate).
+- the slow snapshot: with the delay not armed, `took` was 0.0004 s and the >= DELAY check failed. Its ordering check
+  (admission after the answer) was not seen failing: that would take a kubelet that admits before its runtime
+  initialisation, a patched one.
+- ContainerStatus failing: with the fault not armed the kubelet never sent the FailedSync event (the wait timed
+  out, the pod's events showing it started).
 """
 
 import contextlib
