@@ -11,7 +11,10 @@ In one run (README, "Benchmarks"):
    taint to the eviction; the ratio is our waits' overhead;
 3. the suite's wall time at 1, 2 and 3 xdist workers and at the `-n auto` count (one cluster each; by
    default the CI subset, the
-   `-m` of .ci/run), with each test's own time; --skip-suite leaves this part out for a quick run.
+   `-m` of .ci/run), with each test's own time; --skip-suite leaves this part out for a quick run;
+4. patched build: a fresh `k8s-source get` tree of the (cached) release, one log line changed in the kubelet's
+   device manager, built as K8S_SOURCE builds it (`device-conformance k8s-source build`), against a 90 s
+   target; the tree is removed afterwards. `--only patched-build` runs this part alone.
 
 --provider kind (`make bench PROVIDER=kind`) puts kind figures next to the local ones in one table: cluster
 create to node Ready, kubelet restart to node Ready, pod create to Running (on a kind cluster in the Docker
@@ -27,7 +30,9 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -42,7 +47,11 @@ from device_conformance.kube import pods
 from device_conformance.kube.client import Kube
 from device_conformance.providers.local.provider import LocalProvider
 from device_conformance.settings import KNOBS, resolve
+from device_conformance.toolchain.binaries import COMPONENTS, binary_source
 from device_conformance.toolchain.cache import cache_root
+from device_conformance.toolchain.gobuild import go_binary, stale_packages
+from device_conformance.toolchain.source_build import BUILD_FLAGS, build_env, command_packages
+from device_conformance.toolchain.source_get import get_tree
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import until
 
@@ -290,6 +299,135 @@ def read_junit(path: Path) -> dict[str, dict]:
     return tests
 
 
+# ---- 4. a patched build --------------------------------------------------------------------------------
+PATCHED_FILE = "pkg/kubelet/cm/devicemanager/manager.go"
+PATCHED_BUILD_TARGET_S = 90.0
+_LOG_CALL = re.compile(r'\.Info\("')
+_BUILT = re.compile(r"^built .* in (\d+)s$", re.M)
+_HASHED = re.compile(r"hash to \w+ \(([\d.]+)s\)")
+
+
+def patch_one_line(path: Path, token: str) -> str:
+    """Put `token` into the first log message of `path` (`logger.V(2).Info("...`): a one-line change that
+    recompiles its package and what imports it. A new token each run, so no earlier run's build of the
+    changed package is in the Go build cache. Returns the changed line."""
+    lines = path.read_text().splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if _LOG_CALL.search(line):
+            lines[index] = _LOG_CALL.sub(f'.Info("[bench {token}] ', line, count=1)
+            path.write_text("".join(lines))
+            return lines[index].strip()
+    raise SystemExit(f'bench: no log call .Info("...") in {path} to change')
+
+
+def cli() -> str:
+    """Our command, from the bench's virtual environment."""
+    return str(Path(sys.executable).with_name("device-conformance"))
+
+
+def uptime() -> str:
+    proc = subprocess.run(["uptime"], capture_output=True, text=True, check=False)
+    return proc.stdout.strip() or "load average: " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM cleans up as Ctrl-C does
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop a build we started in its own session as Ctrl-C would (go removes its work directory on SIGINT)."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def patched_build(version: KubeVersion, parent: Path | None = None) -> dict:
+    """A one-line kubelet change in a fresh tree of `version`, built as K8S_SOURCE builds it; the wall time of
+    `device-conformance k8s-source build TREE` against PATCHED_BUILD_TARGET_S.
+
+    The tree and the build's cache entry live in one temporary directory (DEVICE_CONFORMANCE_CACHE points the
+    build there: no entry lands in, or is pruned from, the shared cache), removed at the end, on Ctrl-C and on
+    SIGTERM too. Go's build cache is the user's (GOCACHE as set): that is what a release build filled."""
+    root = Path(
+        tempfile.mkdtemp(prefix="dc-bench-patched-", dir=parent or os.environ.get("BENCH_TREE_DIR", "/var/tmp"))
+    )
+    tree = root / "kubernetes"
+    result: dict = {
+        "version": str(version),
+        "release": binary_source(version),
+        "file": PATCHED_FILE,
+        "target_s": PATCHED_BUILD_TARGET_S,
+        "cores": os.cpu_count(),
+        "uptime_before": uptime(),
+        "load_before": os.getloadavg(),
+    }
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    proc: subprocess.Popen | None = None
+    try:
+        result["get_s"] = timed(lambda: get_tree(version, tree, progress=lambda _: None))
+        go, env, packages = go_binary(), build_env(tree), command_packages(COMPONENTS)
+        # go list's Stale: packages not in the Go build cache. Before the change, a warm cache leaves only the
+        # four main packages (always linked anew); after it, the changed package and its importers join them.
+        result["stale_before"] = stale_packages(go, tree, BUILD_FLAGS, packages, env)
+        result["changed_line"] = patch_one_line(tree / PATCHED_FILE, f"{time.time_ns():x}")
+        result["stale_after"] = stale_packages(go, tree, BUILD_FLAGS, packages, env)
+        argv = [cli(), "k8s-source", "build", str(tree)]
+        build_env_vars = {**os.environ, "DEVICE_CONFORMANCE_CACHE": str(root / "cache")}
+        result["uptime_at_build"] = uptime()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            argv,
+            env=build_env_vars,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        output, _ = proc.communicate()
+        result["wall_s"] = time.monotonic() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # CPU seconds of the build and every process under it (go, compile, link): what the load does not change.
+        result["cpu_s"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        result["returncode"] = proc.returncode
+        result["output_tail"] = output[-3000:]
+        built, hashed = _BUILT.search(output), _HASHED.search(output)
+        result["go_build_s"] = float(built.group(1)) if built else None
+        result["hash_s"] = float(hashed.group(1)) if hashed else None
+        kubelets = sorted((root / "cache" / "kubernetes").glob(f"{version.tag}-src-*/kubelet"))
+        if kubelets:
+            said = subprocess.run([kubelets[0], "--version"], capture_output=True, text=True, timeout=60)
+            result["kubelet_version"] = said.stdout.strip()
+        result["met"] = proc.returncode == 0 and result["wall_s"] <= PATCHED_BUILD_TARGET_S
+    finally:
+        if proc is not None:
+            _stop(proc)
+        signal.signal(signal.SIGTERM, previous)
+        shutil.rmtree(root, ignore_errors=True)
+        result["uptime_after"] = uptime()
+        result["load_after"] = os.getloadavg()
+    return result
+
+
+def patched_build_line(result: dict) -> str:
+    """The summary line: the figure against its target, what was compiled, and the machine's load beside it."""
+    if "wall_s" not in result:
+        return f"patched build of {result['version']}: not measured"
+    verdict = "met" if result.get("met") else ("MISSED" if result.get("returncode") == 0 else "FAILED")
+    return (
+        f"patched build ({result['version']}, one line in {result['file']}, fresh tree): {result['wall_s']:.1f} s "
+        f"(target {result['target_s']:.0f} s: {verdict}; go build {result.get('go_build_s')} s; "
+        f"{result.get('cpu_s', 0):.0f} CPU s; stale packages "
+        f"{result.get('stale_before')} before the change, {result.get('stale_after')} after; {result['cores']} cores; "
+        f"as the build started: {result.get('uptime_at_build', result['uptime_before'])})"
+    )
+
+
 # ---- report -------------------------------------------------------------------------------------------
 def plot(report: dict, out: Path) -> None:
     import matplotlib
@@ -377,7 +515,8 @@ def comparison_table(rows: list[tuple[str, float | None, float | None]]) -> str:
 
 
 def print_report(report: dict) -> None:
-    print(f"{'measurement':44} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
+    if report.get("bring_up"):
+        print(f"{'measurement':44} {'n':>3} {'median s':>9} {'min s':>7} {'max s':>7}")
     for name, values in report.get("bring_up", {}).items():
         print(f"{name:44} {len(values):3} {statistics.median(values):9.2f} {min(values):7.2f} {max(values):7.2f}")
     cases = report.get("waits", {}).get("cases", {})
@@ -387,6 +526,8 @@ def print_report(report: dict) -> None:
             print(f"{name:44} {case['wait_median_s']:7.2f} {case['floor_median_s']:8.2f} {case['overhead_ratio']:6.2f}")
     for run in report.get("suite", []):
         print(f"suite at {run['workers']} workers: {run['wall_s']:.1f} s wall ({run['pytest']})")
+    if "patched_build" in report:
+        print(patched_build_line(report["patched_build"]))
     if "kind" in report:
         print(f"\nlocal vs kind ({report['kind']['engine']['engine']}):")
         print(comparison_table(comparison_rows(report)))
@@ -411,7 +552,13 @@ def main() -> None:
     parser.add_argument(
         "--kind-cold-image", action="store_true", help="also build our node image into an empty image cache"
     )
+    parser.add_argument("--skip-patched-build", action="store_true", help="leave out part 4, the patched build")
+    parser.add_argument(
+        "--only", choices=("patched-build",), help="run one part alone: patched-build (part 4, a few minutes)"
+    )
     args = parser.parse_args()
+    if args.only == "patched-build":
+        args.repeats, args.samples, args.skip_suite, args.provider = 0, 0, True, "local"
     on_kind = args.provider == "kind"
     samples = args.samples if args.samples is not None else (0 if on_kind else 3)
     workers = args.workers if args.workers is not None else ("" if on_kind else "1,2,3,auto")
@@ -437,6 +584,11 @@ def main() -> None:
         for n in workers.split(","):
             report["suite"].append(suite_time(version, worker_option(n), args.marks))
             save()
+    if not args.skip_patched_build:
+        report["patched_build"] = patched_build(version)
+        if not args.only:  # else the summary below is all there is
+            print(patched_build_line(report["patched_build"]))
+        save()
     if on_kind:
         single: dict[str, list[float]] = {}
         report["kind"] = {"engine": kind_round(version, single, args.kind_repeats), "single": single}
@@ -454,14 +606,20 @@ def main() -> None:
     report["complete"] = True
     print_report(report)
     save()
-    print(f"wrote {stem}.json and {stem}.png")
+    print(f"wrote {stem}.json" + (f" and {stem}.png" if plotted(report) else ""))
 
 
 def write_report(report: dict, stem: Path) -> None:
     """The JSON and the PNG of what is measured so far; "complete" is set only once every part ran."""
     report.setdefault("complete", False)
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    plot(report, stem.with_suffix(".png"))
+    if plotted(report):
+        plot(report, stem.with_suffix(".png"))
+
+
+def plotted(report: dict) -> bool:
+    """The PNG shows the suite and the waits: a run of the patched build alone has neither."""
+    return any(part in report for part in ("bring_up", "waits", "suite"))
 
 
 if __name__ == "__main__":

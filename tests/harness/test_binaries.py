@@ -13,7 +13,7 @@ def _fake_build(monkeypatch, built):
         for name in components:
             (target / name).write_bytes(f"{name} {version}".encode())
 
-    monkeypatch.setattr(binaries, "build_kubernetes", build)
+    monkeypatch.setattr(binaries, "build_release", build)
     monkeypatch.setattr(binaries, "_download_release", lambda *a: False)
 
 

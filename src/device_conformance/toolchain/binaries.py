@@ -1,5 +1,6 @@
 """Kubernetes server binaries for any version: a user directory, a local source tree (source_build.py),
-the official release, or a Go build from the module proxy.
+the official release, or a Go build of the release's tree from the module proxy (source_build.build_release:
+built as a K8S_SOURCE tree is, so a patched tree of the release finds its unchanged packages in Go's cache).
 
 Cached per version (toolchain/cache.py): `kubernetes/vX.Y.Z/` holds the four server binaries; a
 kubelet-only entry (`kubernetes/vX.Y.Z-kubelet/`, what upgrade tests need) is built when no full entry
@@ -27,8 +28,7 @@ from device_conformance.toolchain.cache import (
     sha256,
     verify_manifest,
 )
-from device_conformance.toolchain.gobuild import build_kubernetes
-from device_conformance.toolchain.source_build import ensure_source_binaries, source_entry_dir
+from device_conformance.toolchain.source_build import build_release, ensure_source_binaries, source_entry_dir
 
 COMPONENTS = ("kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 KUBELET_ONLY = ("kubelet",)
@@ -78,7 +78,7 @@ def ensure_binaries(
     def fill(staging: Path) -> str:
         if _download_release(version, staging, components, progress):
             return "release"
-        build_kubernetes(version, staging, components, progress)
+        build_release(version, staging, components, progress)  # as a K8S_SOURCE tree of it builds
         return "go build"
 
     cached = entry_dir(version, components)

@@ -11,6 +11,15 @@ The build is one `go build` of the four commands from the tree root, as in a che
 go.work (or go.mod replace directives, before 1.30) resolves the staging modules, and a vendor/
 directory, where a tree has one, is used because the go command does so by default. The Go build
 cache makes a rebuild after a one-line change recompile only the packages that import it and relink.
+
+A release that is not downloaded is built the same way (build_release): a pristine tree of it, assembled
+from the module proxy as `k8s-source get` does, built by build_tree with the same argv and environment. Go's
+build cache keys a compiled package by its import path, its files' content, its dependencies' outputs, the
+toolchain and the flags; with -trimpath not by its directory (cmd/go/internal/work/exec.go, buildActionID;
+`go help cache`). So a later tree of that release, at any path, finds every package it did not change in the
+cache: only the changed packages and their importers compile. A wrapper module over the module cache
+(gobuild.build_kubernetes) compiles other files (k8s.io/kubernetes@vX.Y.Z/..., keyed by module@version) and
+serves no package of a tree; it is what a release falls back to when its tree cannot be assembled.
 """
 
 from __future__ import annotations
@@ -27,8 +36,10 @@ from pathlib import Path
 
 from device_conformance.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.process import pid_alive
 from device_conformance.toolchain.cache import BinarySet, Progress, cache_root, ensure_cached
 from device_conformance.toolchain.gobuild import (
+    build_kubernetes,
     go_binary,
     json_stream,
     local_go_version,
@@ -38,6 +49,7 @@ from device_conformance.toolchain.gobuild import (
     version_ldflags,
     without_mod_flag,
 )
+from device_conformance.toolchain.source_get import get_tree
 from device_conformance.toolchain.source_tree import check_tree, tree_staging_modules, tree_toolchain
 
 # Bump when the build below changes in a way the other key parts do not show.
@@ -204,6 +216,38 @@ def build_tree(tree: Path, version: KubeVersion, target: Path, components: Seque
         packages=command_packages(components),
         flags=BUILD_FLAGS,
     )
+
+
+def release_tree_dir(version: KubeVersion, pid: int | None = None) -> Path:
+    """Where build_release assembles the pristine tree of `version` (removed once built)."""
+    return cache_root() / "gobuild" / f"{version.tag}-tree-{os.getpid() if pid is None else pid}"
+
+
+def build_release(version: KubeVersion, target: Path, components: Sequence[str], progress: Progress) -> float:
+    """Build a release's `components` into target/ as a K8S_SOURCE tree of it is built (see the module
+    docstring): so the Go build cache holds every package of the release's tree, keyed independently of the
+    tree's path, and a patched tree of it compiles only what its patch changed. Returns the seconds the build
+    took. A release whose tree cannot be assembled (the proxy refuses a staging module no server binary
+    imports, e.g. k8s.io/sample-apiserver at v0.31.4) is built from a wrapper module instead."""
+    tree = release_tree_dir(version)
+    for orphan in tree.parent.glob(f"{version.tag}-tree-*"):  # left by a killed build
+        pid = orphan.name.rsplit("-", 1)[-1].split(".")[0]
+        if pid.isdigit() and not pid_alive(int(pid)):
+            shutil.rmtree(orphan, ignore_errors=True)
+    try:
+        try:
+            get_tree(version, tree, progress)
+        except BadInput as exc:
+            progress(
+                f"a tree of {version.tag} cannot be assembled ({exc.problem}); building it from a wrapper module, "
+                "whose Go build cache a later K8S_SOURCE tree of it does not use"
+            )
+            started = time.monotonic()
+            build_kubernetes(version, target, components, progress)
+            return time.monotonic() - started
+        return build_tree(tree, version, target, components, progress)
+    finally:
+        shutil.rmtree(tree, ignore_errors=True)
 
 
 def prune_source_entries(keep: Path, count: int = ENTRIES_KEPT) -> list[Path]:
