@@ -48,7 +48,9 @@ class FakeApi:
     server keeps them (uid, resourceVersion, 404 and 409 answers). `fail`: method name -> exception to raise."""
 
     def __init__(self, slices=(), *, versions=("v1", "v1beta2", "v1beta1"), nodes=(NODE,), claims=()) -> None:
-        self.versions, self.nodes, self.slices = list(versions), set(nodes), list(slices)
+        """`nodes`: names, or a dict name -> labels."""
+        self.versions, self.slices = list(versions), list(slices)
+        self.nodes = dict(nodes) if isinstance(nodes, dict) else {n: {} for n in nodes}
         self.namespaces: set[str] = set()
         self.classes: dict[str, dict] = {}
         self.claims: dict[tuple[str, str], dict] = {
@@ -85,17 +87,15 @@ class FakeApi:
     def resource_versions(self):
         return list(self.versions)
 
-    def node_exists(self, name):
-        return name in self.nodes
+    def node_labels(self, name):
+        return dict(self.nodes[name]) if name in self.nodes else None
 
     def node_names(self):
         return sorted(self.nodes)
 
-    def list_slices(self, version, driver, node):
+    def list_slices(self, version, driver):
         self.calls.append("list_slices")
-        return [
-            s for s in self.slices if s["spec"]["driver"] == driver and (node is None or s["spec"]["nodeName"] == node)
-        ]
+        return [s for s in self.slices if s["spec"]["driver"] == driver]
 
     def list_claims(self, version):
         return [copy.deepcopy(c) for c in self.claims.values()]
@@ -234,7 +234,7 @@ def test_devices_held_by_claims_of_the_driver_are_in_use():
 
 
 def test_the_allocation_is_the_schedulers_for_a_device_of_a_node_local_slice():
-    assert auto.allocation(DRIVER, NODE, Device("pool-a", "gpu-1")) == {
+    assert auto.allocation(DRIVER, Device("pool-a", "gpu-1"), NODE_SELECTOR) == {
         "devices": {"results": [{"request": "dev", "driver": DRIVER, "pool": "pool-a", "device": "gpu-1"}]},
         "nodeSelector": NODE_SELECTOR,
     }
@@ -330,7 +330,7 @@ def test_claims_are_made_as_soon_as_the_slices_appear():
     maker = claims_auto(api, ceiling=30.0)
     listed = []
 
-    def list_slices(version, driver, node):
+    def list_slices(version, driver):
         listed.append(time.monotonic())
         return [node_slice("s", ["d-0", "d-1"])] if len(listed) >= 3 else []
 
@@ -375,7 +375,7 @@ def test_no_slices_for_the_node_within_the_ceiling_names_the_nodes_it_has_slices
         claims_auto(api, ceiling=1.0).make()
     assert raised.value.problem == (
         "--claims auto: driver gpu.example.com published no ResourceSlice for node node-1 within 1s; "
-        "it has slices for node(s) ['node-9']"
+        "it has slices for node node-9"
     )
     assert raised.value.fix.startswith("check that --driver is the name the driver publishes under and --node")
     assert api.left() == {} and "create_namespace" not in api.calls

@@ -4,11 +4,15 @@ from the ResourceSlices the driver publishes, for drivers whose device names exi
 A driver prepares only claims it reads from the API server as allocated to it (upstream's kubeletplugin helper,
 k8s.io/dynamic-resource-allocation kubeletplugin/draplugin.go nodePluginImplementation.getResourceClaims: a GET
 by namespace and name, "claim %s/%s not allocated" without status.allocation, "claim %s/%s got replaced" for
-another UID). So, once the driver serves, this module waits for its slices for the node, picks one free device
-per claim (distinct, none another claim holds, none tainted NoSchedule/NoExecute) and writes in a namespace of
-its own what the scheduler writes for a pod using those claims: a DeviceClass of the driver, the claims, their
-status.allocation (one result per request, the node's nodeSelector) and status.reservedFor naming a consumer
-pod that is never scheduled. All of it is deleted afterwards, also on Ctrl-C, SIGTERM or an error.
+another UID). So, once the driver serves, this module waits for devices of its slices available to the node, picks
+one free device per claim (distinct, none another claim holds, none tainted NoSchedule/NoExecute) and writes in a
+namespace of its own what the scheduler writes for a pod using those claims: a DeviceClass of the driver, the
+claims, their status.allocation (one result per request, and the nodeSelector the scheduler derives from the
+device's slice) and status.reservedFor naming a consumer pod that is never scheduled. All of it is deleted
+afterwards, also on Ctrl-C, SIGTERM or an error.
+
+A device is available to the node as the scheduler decides it: from slices with spec.nodeName, spec.allNodes, a
+spec.nodeSelector or per-device node selection (dra_slice_devices.py). The API calls are in dra_auto_claims_api.py.
 
 Bad input (no API server, no resource.k8s.io, an unknown node, no slices for the node within the ceiling,
 fewer free devices than claims) is one BadInput naming the fix, raised after deleting what was made.
@@ -16,7 +20,6 @@ fewer free devices than claims) is one BadInput naming the fix, raised after del
 
 from __future__ import annotations
 
-import json
 import secrets
 import signal
 import threading
@@ -26,9 +29,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, Protocol
+from typing import Any
 
 from device_conformance.certify import dra_claims
+from device_conformance.certify.dra_auto_claims_api import FIX_KUBECONFIG, ClusterApi, KubeApi, api_error
+from device_conformance.certify.dra_slice_devices import (
+    Device,
+    available_devices,
+    node_devices,
+    serves_node,
+    slice_target,
+    used_devices,
+)
 from device_conformance.errors import BadInput, WaitTimeout
 from device_conformance.fakes.dra_driver.kubelet_client import Claim
 from device_conformance.interrupts import deferred_interrupts
@@ -57,7 +69,6 @@ LABELS = {"app.kubernetes.io/managed-by": "device-conformance", "device-conforma
 GATE = "device-conformance.io/never-scheduled"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"  # never pulled: the pod is never scheduled
 
-FIX_KUBECONFIG = "give --kubeconfig FILE of the cluster the driver publishes to, and --node NODE it runs for"
 FIX_API = (
     "use a cluster that serves resource.k8s.io v1 (Kubernetes 1.34+), v1beta2 or v1beta1 (1.32/1.33 with the "
     "DynamicResourceAllocation feature gate and --runtime-config=resource.k8s.io/v1beta1=true), or give "
@@ -70,12 +81,6 @@ FIX_RBAC = (
 )
 
 
-@dataclass(frozen=True, order=True)
-class Device:
-    pool: str
-    name: str
-
-
 @dataclass
 class MadeClaims:
     """What DraDriverTarget needs: the claims, UID -> allocated device names, and a line for the report."""
@@ -83,27 +88,6 @@ class MadeClaims:
     claims: list[Claim]
     allocated: dict[str, list[str]]
     note: str
-
-
-class ClusterApi(Protocol):
-    """The API calls this module makes (KubeApi below; an in-memory fake in tests/certify)."""
-
-    def resource_versions(self) -> list[str]: ...
-    def node_exists(self, name: str) -> bool: ...
-    def node_names(self) -> list[str]: ...
-    def list_slices(self, version: str, driver: str, node: str | None) -> list[dict[str, Any]]: ...
-    def list_claims(self, version: str) -> list[dict[str, Any]]: ...
-    def create_namespace(self, body: dict[str, Any]) -> None: ...
-    def delete_namespace(self, name: str) -> None: ...
-    def namespace_exists(self, name: str) -> bool: ...
-    def create_device_class(self, version: str, body: dict[str, Any]) -> None: ...
-    def delete_device_class(self, version: str, name: str) -> None: ...
-    def create_claim(self, version: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]: ...
-    def get_claim(self, version: str, namespace: str, name: str) -> dict[str, Any] | None: ...
-    def replace_claim_status(self, version: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]: ...
-    def delete_claim(self, version: str, namespace: str, name: str) -> None: ...
-    def create_pod(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]: ...
-    def delete_pod(self, namespace: str, name: str) -> None: ...
 
 
 # -- the objects, as pure functions -------------------------------------------------------------------------
@@ -116,50 +100,6 @@ def served_version(versions: list[str]) -> str:
             return f"{dra.GROUP}/{version}"
     served = f"only {sorted(versions)}" if versions else "no version of it"
     raise BadInput(f"--claims auto: the API server serves {served} of resource.k8s.io (DRA)", FIX_API)
-
-
-def _taints(device: dict[str, Any]) -> list[dict[str, Any]]:
-    # v1beta1 nests a device's attributes, capacity and taints under `basic` (k8s.io/api resource/v1beta1).
-    return list((device.get("basic") or device).get("taints") or [])
-
-
-def node_devices(slices: list[dict[str, Any]], driver: str, node: str) -> tuple[list[Device], list[str]]:
-    """The driver's devices in complete pools of node-local slices for `node` (the newest generation of each
-    pool, all its resourceSliceCount slices seen: the allocator uses no other), and why others were left out."""
-    pools: dict[str, list[dict[str, Any]]] = {}
-    for item in slices:
-        spec = item.get("spec") or {}
-        if spec.get("driver") == driver and spec.get("nodeName") == node:
-            pools.setdefault(str((spec.get("pool") or {}).get("name", "")), []).append(spec)
-    devices: list[Device] = []
-    skipped: list[str] = []
-    for pool, specs in sorted(pools.items()):
-        newest = max(int((s.get("pool") or {}).get("generation") or 0) for s in specs)
-        current = [s for s in specs if int((s.get("pool") or {}).get("generation") or 0) == newest]
-        wanted = int((current[0].get("pool") or {}).get("resourceSliceCount") or 1)
-        if len(current) < wanted:
-            skipped.append(f"pool {pool}: {len(current)} of {wanted} slices published so far")
-            continue
-        for spec in current:
-            for device in spec.get("devices") or []:
-                # The scheduler allocates no device with a NoSchedule or NoExecute taint the claim does not
-                # tolerate (k8s.io/api resource/v1 DeviceTaint.Effect).
-                effects = sorted({t.get("effect") for t in _taints(device)} & {"NoSchedule", "NoExecute"})
-                if effects:
-                    skipped.append(f"{pool}/{device.get('name')}: tainted {effects}")
-                else:
-                    devices.append(Device(pool, str(device.get("name"))))
-    return sorted(devices), skipped
-
-
-def used_devices(claims: list[dict[str, Any]], driver: str) -> set[Device]:
-    """Devices of the driver that some claim's allocation already holds (the scheduler gives them no other)."""
-    return {
-        Device(str(r.get("pool")), str(r.get("device")))
-        for claim in claims
-        for r in (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results") or []
-        if r.get("driver") == driver
-    }
 
 
 def device_class_manifest(name: str, driver: str, api_version: str) -> dict[str, Any]:
@@ -205,10 +145,10 @@ def consumer_pod_manifest(name: str, claim_names: list[str]) -> dict[str, Any]:
     }
 
 
-def allocation(driver: str, node: str, device: Device) -> dict[str, Any]:
-    """status.allocation as the scheduler writes it for one device of a node-local slice (dynamic-resource-
-    allocation structured/internal/stable/allocator_stable.go: one result per allocated device, and a
-    nodeSelector matching metadata.name of the slice's node)."""
+def allocation(driver: str, device: Device, selector: dict[str, Any] | None) -> dict[str, Any]:
+    """status.allocation as the scheduler writes it for one device (dynamic-resource-allocation
+    structured/internal/stable/allocator_stable.go: one result per allocated device, and the nodeSelector
+    createNodeSelector derives from the device's slice: allocation_node_selector)."""
     # k8s.io/api resource/v1 types.go DeviceRequestAllocationResult: `request` "is the name of the request in
     # the claim which caused this device to be allocated" (drivers find the request's config by it:
     # resourceclaim.ConfigForResult in dra-example-driver's state.go), `driver` "specifies the name of the DRA
@@ -217,12 +157,11 @@ def allocation(driver: str, node: str, device: Device) -> dict[str, Any]:
     # prepareDevices refuses a device it does not publish: "requested GPU is not allocatable").
     result = {"request": REQUEST, "driver": driver, "pool": device.pool, "device": device.name}
     # AllocationResult.NodeSelector "defines where the allocated resources are available. If unset, they are
-    # available everywhere": node-local devices are available on their node only.
-    node_field = {"key": "metadata.name", "operator": "In", "values": [node]}
-    return {
-        "devices": {"results": [result]},
-        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [node_field]}]},
-    }
+    # available everywhere": node-local devices on their node, others where their slice's selector says.
+    allocated: dict[str, Any] = {"devices": {"results": [result]}}
+    if selector is not None:
+        allocated["nodeSelector"] = selector
+    return allocated
 
 
 def reserved_for(pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -259,18 +198,6 @@ def target_claims(stored: list[dict[str, Any]], driver: str) -> tuple[list[Claim
 # -- making and deleting them ---------------------------------------------------------------------------------
 
 
-def _api_error(exc: Exception) -> str:
-    """HTTP status and reason, with the API server's own message when it sent one (an admission's refusal)."""
-    status, reason = getattr(exc, "status", None), getattr(exc, "reason", None)
-    if not status:
-        return f"{type(exc).__name__}: {exc}"
-    try:
-        message = json.loads(getattr(exc, "body", None) or "{}").get("message")
-    except (ValueError, AttributeError):
-        message = None
-    return f"HTTP {status} {reason}" + (f": {message}" if message else "")
-
-
 class AutoClaims:
     """check() before the subject starts, make() once it serves, delete() always (session() does it)."""
 
@@ -295,6 +222,9 @@ class AutoClaims:
         self.claim_names = [f"certify-claim-{n}" for n in range(count)]
         self.pod_name = "certify-consumer"
         self.api_version = ""
+        self.labels: dict[str, str] = {}  # the node's, for slices that select nodes by label
+        # Device -> the nodeSelector its allocation gets, from the last look at the slices.
+        self.selectors: dict[Device, dict[str, Any] | None] = {}
         self._started: set[str] = set()  # kinds whose creation began: "namespace", "class"
         self.made: MadeClaims | None = None
 
@@ -307,16 +237,15 @@ class AutoClaims:
         try:
             versions = self.api.resource_versions()
         except Exception as exc:
-            raise BadInput(
-                f"--claims auto: the API server does not answer ({_api_error(exc)})", FIX_KUBECONFIG
-            ) from exc
+            raise BadInput(f"--claims auto: the API server does not answer ({api_error(exc)})", FIX_KUBECONFIG) from exc
         self.api_version = served_version(versions)
         try:
-            known = self.api.node_exists(self.node)
-            nodes = [] if known else self.api.node_names()
+            labels = self.api.node_labels(self.node)
+            nodes = [] if labels is not None else self.api.node_names()
         except Exception as exc:
-            raise BadInput(f"--claims auto: reading node {self.node}: {_api_error(exc)}", FIX_RBAC) from exc
-        if not known:
+            raise BadInput(f"--claims auto: reading node {self.node}: {api_error(exc)}", FIX_RBAC) from exc
+        self.labels = labels or {}
+        if labels is None:
             raise BadInput(
                 f"--claims auto: node {self.node!r} is not in the API server (nodes: {sorted(nodes)})",
                 "give --node the name of the node the driver runs for and publishes ResourceSlices for",
@@ -343,10 +272,13 @@ class AutoClaims:
         return self.made
 
     def _free(self) -> tuple[list[Device], list[dict[str, Any]], list[str], set[Device]]:
-        slices = self.api.list_slices(self._version, self.driver, self.node)
-        devices, skipped = node_devices(slices, self.driver, self.node)
-        used = used_devices(self.api.list_claims(self._version), self.driver) if devices else set()
-        return [d for d in devices if d not in used], slices, skipped, used
+        """Free devices available to the node, the driver's slices serving it, why devices were left out, and
+        the devices other claims hold."""
+        slices = self.api.list_slices(self._version, self.driver)
+        serving = [s for s in slices if serves_node(s, self.node, self.labels)]
+        self.selectors, skipped = available_devices(serving, self.driver, self.node, self.labels)
+        used = used_devices(self.api.list_claims(self._version), self.driver) if self.selectors else set()
+        return [d for d in self.selectors if d not in used], serving, skipped, used
 
     def _wait_for_devices(self, subject_gone: Callable[[], str | None]) -> list[Device]:
         started = time.monotonic()
@@ -360,7 +292,7 @@ class AutoClaims:
                 free, slices, skipped, used = self._free()
             except Exception as exc:
                 if getattr(exc, "status", None) in (401, 403):  # waiting will not change it
-                    raise _Refused(_api_error(exc)) from exc
+                    raise _Refused(api_error(exc)) from exc
                 raise  # "not yet" (until): an API hiccup
             versions = sorted((s["metadata"]["name"], s["metadata"].get("resourceVersion")) for s in slices)
             if versions != seen["versions"]:
@@ -381,7 +313,8 @@ class AutoClaims:
             raise BadInput(f"--claims auto: listing ResourceSlices and ResourceClaims: {exc}", FIX_RBAC) from exc
         except WaitTimeout as exc:
             if seen["slices"]:
-                free = [d for d in node_devices(seen["slices"], self.driver, self.node)[0] if d not in seen["used"]]
+                devices = node_devices(seen["slices"], self.driver, self.node, self.labels)[0]
+                free = [d for d in devices if d not in seen["used"]]
                 raise self._too_few(free, seen) from None
             raise self._no_slices(time.monotonic() - started) from exc
         self.log(f"--claims auto: devices {[f'{d.pool}/{d.name}' for d in picked]} of node {self.node}")
@@ -389,22 +322,18 @@ class AutoClaims:
 
     def _no_slices(self, waited: float) -> BadInput:
         try:
-            others = sorted(
-                {
-                    str((s.get("spec") or {}).get("nodeName"))
-                    for s in self.api.list_slices(self._version, self.driver, None)
-                }
-            )
+            others = sorted({slice_target(s) for s in self.api.list_slices(self._version, self.driver)})
         except Exception as exc:
-            others = [f"(listing failed: {_api_error(exc)})"]
-        elsewhere = f"; it has slices for node(s) {others}" if others else ""
+            others = [f"(listing failed: {api_error(exc)})"]
+        elsewhere = f"; it has slices for {', '.join(others)}" if others else ""
         return BadInput(
             f"--claims auto: driver {self.driver} published no ResourceSlice for node {self.node} within "
             f"{waited:.0f}s{elsewhere}",
-            "check that --driver is the name the driver publishes under and --node the spec.nodeName of its "
-            "slices (kubectl get resourceslices -o custom-columns=NAME:.metadata.name,DRIVER:.spec.driver,"
-            "NODE:.spec.nodeName), that the driver can reach this API server, or give --claims FILE "
-            "naming claims allocated to this node",
+            "check that --driver is the name the driver publishes under and --node a node its slices serve "
+            "(spec.nodeName, spec.allNodes, a spec.nodeSelector matching the node's labels, or per device; "
+            "kubectl get resourceslices -o custom-columns=NAME:.metadata.name,DRIVER:.spec.driver,"
+            "NODE:.spec.nodeName,ALL:.spec.allNodes), that the driver can reach this API server, or give "
+            "--claims FILE naming claims allocated to this node",
         )
 
     def _too_few(self, free: list[Device], seen: dict[str, Any]) -> BadInput:
@@ -438,7 +367,8 @@ class AutoClaims:
             ]
             pod = self._create_pod()
             for claim, device in zip(created, devices, strict=True):
-                body = with_status(claim, allocation(self.driver, self.node, device), reserved_for(pod))
+                allocated = allocation(self.driver, device, self.selectors.get(device))
+                body = with_status(claim, allocated, reserved_for(pod))
                 self.api.replace_claim_status(version, self.namespace, body)
             # Read back as the kubeletplugin helper does (a GET by namespace and name), checked as --claims is.
             stored = [self.api.get_claim(version, self.namespace, n) for n in self.claim_names]
@@ -446,11 +376,16 @@ class AutoClaims:
             raise
         except Exception as exc:
             raise BadInput(
-                f"--claims auto: creating the claims in {self.namespace}: {_api_error(exc)}", FIX_RBAC
+                f"--claims auto: creating the claims in {self.namespace}: {api_error(exc)}", FIX_RBAC
             ) from exc
         claims, allocated = target_claims([s for s in stored if s], self.driver)
         dra_claims.check_claims(
-            claims, allocated, self.driver, self.node, lambda ns, name: self.api.get_claim(version, ns, name)
+            claims,
+            allocated,
+            self.driver,
+            self.node,
+            lambda ns, name: self.api.get_claim(version, ns, name),
+            lambda _: self.labels,
         )
         note = (
             f"--claims auto: claims {[c[2] for c in claims]} made in namespace {self.namespace} ({self.api_version}), "
@@ -489,7 +424,7 @@ class AutoClaims:
                 call()
             except Exception as exc:
                 if getattr(exc, "status", None) != 404:
-                    left.append(f"{what} ({_api_error(exc)})")
+                    left.append(f"{what} ({api_error(exc)})")
 
         with deferred_interrupts(self.log):
             if "namespace" in self._started:
@@ -537,106 +472,6 @@ class _TooFew(Abort):
         self.free = free
 
 
-# -- the real API ---------------------------------------------------------------------------------------------
-
-
-class KubeApi:
-    """ClusterApi over the kubernetes client (resource.k8s.io objects through CustomObjectsApi as plain dicts,
-    so every version goes one way, as kube/dra.py does)."""
-
-    def __init__(self, kubeconfig: str) -> None:
-        from kubernetes import client, config
-
-        try:
-            api_client = config.new_client_from_config(config_file=kubeconfig)
-        except Exception as exc:
-            raise BadInput(f"--kubeconfig {kubeconfig}: {type(exc).__name__}: {exc}", FIX_KUBECONFIG) from exc
-        self.api_client = api_client
-        self.core = client.CoreV1Api(api_client)
-        self.custom = client.CustomObjectsApi(api_client)
-        self.apis = client.ApisApi(api_client)
-
-    def close(self) -> None:
-        self.api_client.close()
-
-    def resource_versions(self) -> list[str]:
-        groups = self.apis.get_api_versions(_request_timeout=30).groups or []
-        return [v.version for g in groups if g.name == dra.GROUP for v in g.versions or []]
-
-    def node_exists(self, name: str) -> bool:
-        return _exists(lambda: self.core.read_node(name, _request_timeout=30))
-
-    def node_names(self) -> list[str]:
-        return [n.metadata.name for n in self.core.list_node(_request_timeout=30).items]
-
-    def list_slices(self, version: str, driver: str, node: str | None) -> list[dict[str, Any]]:
-        selectors = [f"spec.driver={driver}"] + ([f"spec.nodeName={node}"] if node else [])
-        reply = self.custom.list_cluster_custom_object(
-            dra.GROUP, version, "resourceslices", field_selector=",".join(selectors), _request_timeout=30
-        )
-        return list(reply.get("items") or [])
-
-    def list_claims(self, version: str) -> list[dict[str, Any]]:
-        reply = self.custom.list_cluster_custom_object(dra.GROUP, version, "resourceclaims", _request_timeout=30)
-        return list(reply.get("items") or [])
-
-    def create_namespace(self, body: dict[str, Any]) -> None:
-        self.core.create_namespace(body, _request_timeout=30)
-
-    def delete_namespace(self, name: str) -> None:
-        self.core.delete_namespace(name, _request_timeout=30)
-
-    def namespace_exists(self, name: str) -> bool:
-        return _exists(lambda: self.core.read_namespace(name, _request_timeout=30))
-
-    def create_device_class(self, version: str, body: dict[str, Any]) -> None:
-        self.custom.create_cluster_custom_object(dra.GROUP, version, "deviceclasses", body, _request_timeout=30)
-
-    def delete_device_class(self, version: str, name: str) -> None:
-        self.custom.delete_cluster_custom_object(dra.GROUP, version, "deviceclasses", name, _request_timeout=30)
-
-    def create_claim(self, version: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        return dict(
-            self.custom.create_namespaced_custom_object(
-                dra.GROUP, version, namespace, "resourceclaims", body, _request_timeout=30
-            )
-        )
-
-    def get_claim(self, version: str, namespace: str, name: str) -> dict[str, Any] | None:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            return dict(
-                self.custom.get_namespaced_custom_object(
-                    dra.GROUP, version, namespace, "resourceclaims", name, _request_timeout=30
-                )
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
-
-    def replace_claim_status(self, version: str, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        name = body["metadata"]["name"]
-        return dict(
-            self.custom.replace_namespaced_custom_object_status(
-                dra.GROUP, version, namespace, "resourceclaims", name, body, _request_timeout=30
-            )
-        )
-
-    def delete_claim(self, version: str, namespace: str, name: str) -> None:
-        self.custom.delete_namespaced_custom_object(
-            dra.GROUP, version, namespace, "resourceclaims", name, _request_timeout=30
-        )
-
-    def create_pod(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        pod = self.core.create_namespaced_pod(namespace, body, _request_timeout=30)
-        return {"metadata": {"name": pod.metadata.name, "uid": pod.metadata.uid}}
-
-    def delete_pod(self, namespace: str, name: str) -> None:
-        self.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0, _request_timeout=30)
-
-
 def _sigterm_as_interrupt(_signum: int, _frame: FrameType | None) -> None:
     # CI stops runs with SIGTERM; as Ctrl-C it reaches the finally that deletes the claims.
     raise KeyboardInterrupt
@@ -675,16 +510,3 @@ def session(
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
         if owned and isinstance(api, KubeApi):
             api.close()
-
-
-def _exists(read: Callable[[], object]) -> bool:
-    """Whether the object `read` reads exists: False on 404, any other API error raised."""
-    from kubernetes.client.exceptions import ApiException
-
-    try:
-        read()
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
-    return True
