@@ -77,7 +77,18 @@ FAULTS = {
     "drop-pod": (lambda proxy, pod: proxy.drop(pod=f"{pod.namespace}/{pod.name}"), ("ok", "ok", [])),
 }
 BUG = COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART
-CASES = [pytest.param(fault, marks=() if fault == "none" else pytest.mark.known_bug(BUG), id=fault) for fault in FAULTS]
+# DP-C1 (upstream's proposed test/e2e_node/device_plugin_criproxy_linux_test.go): the first CRI listings failing.
+FAILED_LISTINGS = ("ListContainers-error", "ListPodSandbox-error")
+
+
+def _marks(fault: str) -> list[pytest.MarkDecorator]:
+    if fault == "none":
+        return []
+    scenario = [pytest.mark.scenario("DP-C1")] if fault in FAILED_LISTINGS else []
+    return [*scenario, pytest.mark.known_bug(BUG)]
+
+
+CASES = [pytest.param(fault, marks=_marks(fault), id=fault) for fault in FAULTS]
 
 
 def _checkpointed(node, pod) -> dict[str, list[str]]:

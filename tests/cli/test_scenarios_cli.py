@@ -55,13 +55,13 @@ def test_text_lists_every_scenario_with_its_tests_or_why_not_and_ends_with_the_s
     lines = shown.splitlines()
     assert lines[0] == "§2.1 Device plugin manager (test/e2e_node/device_plugin_test.go)"
     assert (
-        lines[-1] == f"covered 4 of {TOTAL} scenarios (left: {TOTAL - 4 - NOT_REPRODUCIBLE} reproducible here, 3 not)"
+        lines[-1] == f"covered 4 of {TOTAL} scenarios (left: {TOTAL - 4 - NOT_REPRODUCIBLE} reproducible here, 2 not)"
     )
     at = lines.index(next(line for line in lines if line.startswith("  DP4 ")))
     assert lines[at + 1].strip() == "suites/a.py::test_restart_again (known bug kubernetes#118559)"
     assert lines[at + 2].strip() == "suites/b.py::test_restart (since 1.33)"
     assert "[1.28+ DevicePluginCDIDevices]" in shown
-    assert "not covered: not reproducible here, needs a CRI proxy" in shown
+    assert "not covered: not reproducible here, tests the Go kubeletplugin helper" in shown
     assert "  §2.8  suites/a.py::test_checkpoint" in lines
     assert all(f"  {scenario.id} " in shown for scenario in catalogue.SCENARIOS)
 
@@ -76,7 +76,7 @@ def test_markdown_has_a_table_per_section_and_says_what_is_left():
         "(known bug kubernetes#118559)<br>`suites/b.py::test_restart` (since 1.33) |"
     ) in shown
     assert "- §2.8: `suites/a.py::test_checkpoint`" in shown
-    assert "- DP-C1: needs a CRI proxy" in shown
+    assert "- DRA15: tests the Go kubeletplugin helper" in shown
     assert "- §2.1: DP1, DP2, DP3, DP5, DP6, DP7, DP9, DP10, DP11\n" in shown
     assert "`make docs` rewrites it" in shown
 

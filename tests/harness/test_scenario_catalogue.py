@@ -71,7 +71,7 @@ def test_fields_are_well_formed():
 
 def test_not_reproducible_says_why():
     blocked = {s.id: s.not_reproducible for s in catalogue.SCENARIOS if not s.reproducible}
-    assert sorted(blocked) == ["DP-C1", "DRA-E23", "DRA15"]
+    assert sorted(blocked) == ["DRA-E23", "DRA15"]
     assert all(len(reason) > 30 for reason in blocked.values())
 
 

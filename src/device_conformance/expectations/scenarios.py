@@ -105,10 +105,6 @@ TAINTS = "DRADeviceTaints"
 
 # Why a scenario cannot run here: the local provider brings up one node from local processes; kind needs
 # Docker that can start privileged containers.
-NEEDS_CRI_PROXY = (
-    "needs a CRI proxy between kubelet and runtime that fails ListPodSandbox/ListContainers on demand; "
-    "the harness has none"
-)
 NEEDS_TWO_NODES = (
     "needs two nodes (a device-plugin node and a DRA node): the local provider brings up one, and kind's "
     "two-nodes profile needs privileged Docker"
@@ -227,7 +223,6 @@ SCENARIOS: tuple[Scenario, ...] = (
         (
             "DP-C1",
             "A running device pod survives a kubelet start whose first CRI listings fail (#118559 variant)",
-            {"not_reproducible": NEEDS_CRI_PROXY},
         ),
     ),
     *_section(
