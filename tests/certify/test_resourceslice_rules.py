@@ -55,58 +55,71 @@ def test_each_broken_rule_is_reported(edit, problem):
     assert len(found) == 1 and problem in found[0], found
 
 
-def slices_step(monkeypatch, *answers, kubeconfig="kubeconfig", timeout=0.0, before_restart=False):
+class SliceApi:
+    """resourceslices.SliceApi answering each list with the next of `answers` (the last one repeated)."""
+
+    def __init__(self, answers):
+        self.answers, self.calls = answers, 0
+
+    def resource_versions(self):
+        return ["v1"]
+
+    def node_labels(self, name):
+        return {}
+
+    def list_slices(self, version, driver):
+        self.calls += 1
+        return self.answers[min(self.calls, len(self.answers)) - 1]
+
+    def close(self):
+        pass
+
+
+def slices_step(*answers, kubeconfig="kubeconfig", timeout=0.0, before_restart=False):
     """The DRA-SLICES step of the certifier, with the API server's answers (one per list call, the last one
     repeated) replaced by `answers`; before_restart: DRA-RESTART judged them first, as it does with --command."""
-    calls = []
-
-    def list_slices(kc, driver, node):
-        calls.append(node)
-        return answers[min(len(calls), len(answers)) - 1]
-
-    monkeypatch.setattr(resourceslices, "list_slices", list_slices)
     target = DraDriverTarget(
         registry_dir="/nonexistent", driver=DRIVER, kubeconfig=kubeconfig, node_name=NODE, slices_timeout=timeout
     )
-    certifier = DraDriverCertifier(target)
+    certifier = DraDriverCertifier(target, slice_api=SliceApi(answers))
     if before_restart:
-        certifier._slice_findings = certifier._judge_slices(Evidence(), "before the restart")
+        certifier._slices_before = certifier._judge_slices(Evidence(), "before the restart")
     return run_step(BY_ID["DRA-SLICES"], certifier.slices)
 
 
-def test_the_slices_clause_passes_valid_slices_and_fails_broken_ones(monkeypatch):
-    assert slices_step(monkeypatch, [fake_slice()]).verdict == PASS
-    failed = slices_step(monkeypatch, [broken(lambda s: s["pool"].update(generation=-1))])
+def test_the_slices_clause_passes_valid_slices_and_fails_broken_ones():
+    assert slices_step([fake_slice()]).verdict == PASS
+    failed = slices_step([broken(lambda s: s["pool"].update(generation=-1))])
     assert (failed.verdict, failed.message) == (
         FAIL,
         "now (after 0s): slice 'node-1-dra.example.com': pool generation -1 is not a non-negative integer",
     )
-    none = slices_step(monkeypatch, [])
+    none = slices_step([])
     assert (none.verdict, none.message) == (
         FAIL,
         "now (after 0s): no ResourceSlice of driver dra.example.com for node node-1",
     )
 
 
-def test_slices_published_late_pass_within_the_kubelets_wiping_delay(monkeypatch):
+def test_slices_published_late_pass_within_the_kubelets_wiping_delay():
     """A driver publishing only after NotifyRegistrationStatus (or a while after a restart) is polled for, up to
     the kubelet's defaultWipingDelay (pkg/kubelet/cm/dra/manager.go); one LIST would have failed it."""
     assert SLICES_TIMEOUT == 30.0
-    late = slices_step(monkeypatch, [], [], [fake_slice()], timeout=10.0)
+    late = slices_step([], [], [fake_slice()], timeout=10.0)
     assert (late.verdict, late.message) == (PASS, "valid")
-    assert late.evidence[0].startswith("now: 1 ResourceSlice(s) of dra.example.com on node node-1 (")
+    assert late.evidence[0].startswith("now: 1 ResourceSlice(s) of dra.example.com serving node node-1 (")
 
 
-def test_slices_are_judged_before_and_after_the_restart(monkeypatch):
-    both = slices_step(monkeypatch, [fake_slice()], before_restart=True)
+def test_slices_are_judged_before_and_after_the_restart():
+    both = slices_step([fake_slice()], before_restart=True)
     assert (both.verdict, both.message) == (PASS, "valid before and after the restart")
-    gone = slices_step(monkeypatch, [fake_slice()], [], before_restart=True)
+    gone = slices_step([fake_slice()], [], before_restart=True)
     assert (gone.verdict, gone.message) == (
         FAIL,
         "after the restart (after 0s): no ResourceSlice of driver dra.example.com for node node-1",
     )
 
 
-def test_without_a_kubeconfig_slices_are_not_applicable(monkeypatch):
-    result = slices_step(monkeypatch, [fake_slice()], kubeconfig=None)
+def test_without_a_kubeconfig_slices_are_not_applicable():
+    result = slices_step([fake_slice()], kubeconfig=None)
     assert result.verdict == NOT_APPLICABLE and "no API server in sanity mode" in result.message

@@ -252,11 +252,17 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DRA-SLICES",
         "ResourceSlices valid",
-        "The driver's ResourceSlices for the node are there and valid (names, driver, pool name and generation, "
-        "device names unique, attributes and capacities well-formed, taints well-formed) before the restart and "
-        "after it, each polled for up to 30 s.",
-        f"{SLICE_TYPES}; {DRA_MANAGER} (defaultWipingDelay = 30 s: how long the kubelet keeps a gone driver's "
-        "slices, 'long enough for a simple container restart')",
+        "The driver's ResourceSlices serving the node are there and valid (names, driver, pool name and "
+        "generation, the pool's resourceSliceCount over all its slices, device names unique, attributes and "
+        "capacities well-formed, taints well-formed) before the restart and after it, each polled for up to 30 s. "
+        "A slice serves the node by spec.nodeName, spec.allNodes, a spec.nodeSelector matching the Node's labels, "
+        "or with spec.perDeviceNodeSelection one device's own; read in the newest resource.k8s.io version served "
+        "(v1, v1beta2, v1beta1). A slice selecting by label when the Node cannot be read is not judged (a note; "
+        "NOT APPLICABLE when no other slice serves the node).",
+        f"{SLICE_TYPES} (ResourceSliceSpec: exactly one of nodeName, nodeSelector, allNodes, "
+        "perDeviceNodeSelection); staging/src/k8s.io/dynamic-resource-allocation/structured/internal/stable/"
+        f"pools_stable.go (GatherPools, nodeMatches); {DRA_MANAGER} (defaultWipingDelay = 30 s: how long the "
+        "kubelet keeps a gone driver's slices, 'long enough for a simple container restart')",
     ),
 )
 

@@ -31,6 +31,7 @@ import grpc
 from device_conformance.certify import cdi, dra_claims, limits, resourceslices
 from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES
 from device_conformance.certify.crash import CrashWatch
+from device_conformance.certify.dra_auto_claims_api import KubeApi
 from device_conformance.certify.exchange import rpc_error, show
 from device_conformance.certify.subject import SubjectProcess
 from device_conformance.certify.verdicts import (
@@ -102,9 +103,27 @@ def _devices(result: Any) -> list[dict[str, Any]]:
     return [MessageToDict(d, preserving_proto_field_name=True) for d in result.devices]
 
 
+@dataclass
+class SliceJudgement:
+    """DRA-SLICES at one moment (before or after the restart): what is wrong, or why nothing could be judged."""
+
+    when: str
+    problems: list[str] = field(default_factory=list)
+    not_judged: str = ""
+    notes: list[str] = field(default_factory=list)  # slices that may serve the node but were not judged
+
+
 class DraDriverCertifier:
-    def __init__(self, target: DraDriverTarget) -> None:
+    def __init__(self, target: DraDriverTarget, slice_api: resourceslices.SliceApi | None = None) -> None:
+        """`slice_api`: how ResourceSlices and the Node are read (default: KubeApi of target.kubeconfig)."""
         self.t = target
+        self.slice_reader = (
+            resourceslices.NodeSliceReader(
+                lambda: slice_api or KubeApi(str(target.kubeconfig)), target.driver, target.node_name
+            )
+            if target.kubeconfig
+            else None
+        )
         self.proc = SubjectProcess(target.command, target.workdir / "subject.log") if target.command else None
         self.registration_socket = ""
         self.info: reg_pb2.PluginInfo | None = None
@@ -118,7 +137,7 @@ class DraDriverCertifier:
         # every CDI ID each claim was answered with: what makes an ID claim-specific (cdi_removed).
         self._cdi_at_first_prepare: set[str] | None = None
         self.answered_ids: dict[str, set[str]] = {}
-        self._slice_findings: list[str] = []
+        self._slices_before: SliceJudgement | None = None  # judged in DRA-RESTART, before the restart
         self.crash = CrashWatch(self.proc, self._recover)
 
     # -- the run ------------------------------------------------------------------------------------------
@@ -157,8 +176,8 @@ class DraDriverCertifier:
             cert.finished = cert.started + sum(r.seconds for r in cert.results)
         if self.service:
             cert.api_versions.append(f"dra/{self.service.split('.')[0]} ({self.service})")
-        if self.t.kubeconfig:
-            cert.api_versions.append("resource.k8s.io/v1 (ResourceSlice)")
+        if self.slice_reader and self.slice_reader.version:
+            cert.api_versions.append(f"resource.k8s.io/{self.slice_reader.version} (ResourceSlice)")
         return cert
 
     def _make_claims(self, cert: Certification) -> None:
@@ -183,6 +202,8 @@ class DraDriverCertifier:
                 cert.notes.append(f"cleanup unprepare failed: {rpc_error(err)}")
         if self.client:
             self.client.close()
+        if self.slice_reader:
+            self.slice_reader.close()
         if self.proc:
             cert.notes.append(f"subject process: started {self.proc.starts} time(s), {self.proc.stop()}")
             cert.notes.append(f"subject log: {self.proc.log_path}")
@@ -604,7 +625,7 @@ class DraDriverCertifier:
         before = self._prepared_ok(self._call(ev, "NodePrepareResources", [claim]), claim)
         self.prepared[claim[1]] = before
         if self.t.kubeconfig:  # judged in DRA-SLICES, with the slices after the restart
-            self._slice_findings = self._judge_slices(ev, "before the restart")
+            self._slices_before = self._judge_slices(ev, "before the restart")
         proc = self.proc
         self._restart_and_reconnect(ev, lambda: ev.add(f"certifier: restarting the driver ({proc.restart()})"))
         # The restarted kubelet prepares a pod's claims for one driver in one call (pkg/kubelet/cm/dra/manager.go,
@@ -620,46 +641,51 @@ class DraDriverCertifier:
         return f"the same devices and CDI IDs after the restart{together}"
 
     def slices(self, ev: Evidence) -> str:
-        if not self.t.kubeconfig:
+        """The driver's slices serving the node (spec.nodeName, allNodes, a nodeSelector of the Node's labels, per
+        device: resourceslices.NodeSliceReader), judged before and after the restart. Slices whose node the
+        Node's labels decide are not judged when the labels cannot be read: NOT APPLICABLE when no other slice
+        serves the node, else a note."""
+        if self.slice_reader is None:
             raise NotApplicable("no API server in sanity mode (give --kubeconfig and --node to check ResourceSlices)")
-        restarted = bool(self._slice_findings)  # judged before the restart too (restart)
-        when = "after the restart" if restarted else "now"
-        problems = [p for p in self._slice_findings if not p.endswith(": valid")]
-        problems += [p for p in self._judge_slices(ev, when) if not p.endswith(": valid")]
+        when = "after the restart" if self._slices_before else "now"
+        judged = [j for j in (self._slices_before, self._judge_slices(ev, when)) if j is not None]
+        problems = [p for j in judged for p in j.problems]
         if problems:
             raise ClauseFailed("; ".join(problems[:5]))
-        return "valid before and after the restart" if restarted else "valid"
+        unjudged = [f"{j.when}: {j.not_judged}" for j in judged if j.not_judged]
+        if unjudged:
+            raise NotApplicable("; ".join(unjudged))
+        valid = "valid before and after the restart" if len(judged) == 2 else "valid"
+        unread = max(len(j.notes) for j in judged)
+        if unread:  # the notes are in the evidence
+            return f"{valid}; {unread} slice(s) selecting nodes by label not judged (the Node's labels were not read)"
+        return valid
 
-    def _judge_slices(self, ev: Evidence, when: str) -> list[str]:
-        """Poll the driver's slices until they are there and valid, for as long as the kubelet lets a driver's
-        slices be in flux (SLICES_TIMEOUT); one finding '<when>: valid' or the problems seen last."""
+    def _judge_slices(self, ev: Evidence, when: str) -> SliceJudgement:
+        """Poll the driver's slices until they are there and valid (or nothing can be judged), for as long as the
+        kubelet lets a driver's slices be in flux (SLICES_TIMEOUT); the problems seen last."""
+        assert self.slice_reader is not None
+        reader = self.slice_reader
         started = time.monotonic()
-        last: tuple[list[dict[str, Any]], list[str]] = ([], [])
+        last = resourceslices.Reading()
 
         def probe() -> bool | Pending:
             nonlocal last
-            last = self._read_slices()
-            return True if not last[1] else Pending("; ".join(last[1]))
+            last = reader.read()
+            return True if not last.problems else Pending("; ".join(last.problems))
 
         with contextlib.suppress(WaitTimeout):
             until(probe, what=f"valid ResourceSlices of {self.t.driver}", timeout=self.t.slices_timeout)
         took = time.monotonic() - started
-        found, problems = last
-        ev.add(f"{when}: {len(found)} ResourceSlice(s) of {self.t.driver} on node {self.t.node_name} ({took:.1f}s)")
-        ev.extend(json.dumps(s.get("spec"), sort_keys=True) for s in found)
-        if problems:
-            return [f"{when} (after {took:.0f}s): {p}" for p in problems]
-        return [f"{when}: valid"]
-
-    def _read_slices(self) -> tuple[list[dict[str, Any]], list[str]]:
-        """The driver's slices for the node and what is wrong with them (an API hiccup is a problem for now)."""
-        try:
-            found = resourceslices.list_slices(str(self.t.kubeconfig), self.t.driver, self.t.node_name)
-        except Exception as exc:
-            return [], [f"listing ResourceSlices failed: {type(exc).__name__}: {exc}"]
-        if not found:
-            return [], [f"no ResourceSlice of driver {self.t.driver} for node {self.t.node_name}"]
-        return found, resourceslices.problems(found, self.t.driver, self.t.node_name)
+        version = f"resource.k8s.io/{reader.version}" if reader.version else "resource.k8s.io"
+        where = f"serving node {self.t.node_name}" if self.t.node_name else "(every node)"
+        ev.add(f"{when}: {len(last.judged)} ResourceSlice(s) of {self.t.driver} {where} ({took:.1f}s, {version})")
+        ev.extend(json.dumps(s.get("spec"), sort_keys=True) for s in last.judged)
+        ev.extend(f"note: {n}" for n in last.notes)
+        if last.not_judged:
+            ev.add(f"not judged: {last.not_judged}")
+        problems = [f"{when} (after {took:.0f}s): {p}" for p in last.problems]
+        return SliceJudgement(when, problems, last.not_judged, last.notes)
 
 
 def certify_dra_driver(target: DraDriverTarget, read_claim: dra_claims.ReadClaim | None = None) -> Certification:

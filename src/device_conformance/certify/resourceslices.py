@@ -3,13 +3,27 @@ resource/v1/types.go and pkg/apis/resource/validation/validation.go), written he
 
 The API server already rejects most malformed slices; what it cannot see is a pool whose slices disagree
 (generations, resourceSliceCount) or a slice for the wrong node, so those are checked too.
+
+NodeSliceReader reads the slices that serve a node as the scheduler decides it (staging/src/k8s.io/
+dynamic-resource-allocation/structured/internal/stable/pools_stable.go GatherPools, nodeMatches;
+certify/dra_slice_devices.py): spec.nodeName is the node, spec.allNodes, a spec.nodeSelector selecting the Node's
+labels, or with spec.perDeviceNodeSelection one device's own nodeName, allNodes or nodeSelector (types.go
+ResourceSliceSpec: exactly one of them). A slice whose answer depends on labels that cannot be read is not judged,
+with a note. The slices are read in the newest resource.k8s.io version the API server serves (v1 from 1.34, v1beta2
+from 1.33, v1beta1 from 1.32; certify/dra_claims.py newest_version).
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from device_conformance.certify import dra_claims, node_selector
+from device_conformance.certify.dra_auto_claims_api import api_error
+from device_conformance.certify.dra_slice_devices import serves_node, slice_target
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -65,8 +79,15 @@ def _device_problems(device: dict[str, Any], where: str) -> list[str]:
     return problems
 
 
-def problems(slices: list[dict[str, Any]], driver: str, node_name: str | None) -> list[str]:
-    """Everything wrong with a driver's slices; empty when they are valid."""
+def problems(
+    slices: list[dict[str, Any]],
+    driver: str,
+    node_name: str | None,
+    pool_slices: list[dict[str, Any]] | None = None,
+) -> list[str]:
+    """Everything wrong with a driver's slices; empty when they are valid. `pool_slices`: all the driver's slices
+    (default `slices`), to count the pools of `slices`: resourceSliceCount is "the total number of ResourceSlices in
+    the pool at this generation number" (types.go ResourcePool), whatever nodes they serve."""
     found: list[str] = []
     pools: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for item in slices:
@@ -85,8 +106,7 @@ def problems(slices: list[dict[str, Any]], driver: str, node_name: str | None) -
             found.append(f"{where}: pool generation {generation!r} is not a non-negative integer")
         if not isinstance(count, int) or count < 1:
             found.append(f"{where}: resourceSliceCount {count!r} is not a positive integer")
-        if isinstance(generation, int) and isinstance(count, int):
-            pools[pool_name].append((generation, count))
+        pools.setdefault(pool_name, [])
         selection = [k for k in NODE_SELECTION if spec.get(k)]
         if len(selection) != 1:
             found.append(f"{where}: exactly one of {NODE_SELECTION} must be set, got {selection}")
@@ -102,7 +122,16 @@ def problems(slices: list[dict[str, Any]], driver: str, node_name: str | None) -
         for device in devices:
             # v1beta1 nests a device's attributes, capacity and taints under `basic`; the name stays outside.
             found.extend(_device_problems({**device.get("basic", device), "name": device.get("name")}, where))
+    for item in slices if pool_slices is None else pool_slices:
+        spec = item.get("spec") or {}
+        pool = spec.get("pool") or {}
+        generation, count = pool.get("generation"), pool.get("resourceSliceCount")
+        name = str(pool.get("name", ""))
+        if name in pools and isinstance(generation, int) and isinstance(count, int):
+            pools[name].append((generation, count))
     for pool_name, entries in pools.items():
+        if not entries:
+            continue
         newest = max(g for g, _ in entries)
         current = [c for g, c in entries if g == newest]
         if len(set(current)) != 1 or current[0] != len(current):
@@ -112,22 +141,132 @@ def problems(slices: list[dict[str, Any]], driver: str, node_name: str | None) -
     return found
 
 
-def list_slices(kubeconfig: str, driver: str, node_name: str | None) -> list[dict[str, Any]]:
-    """The driver's ResourceSlices for node_name when given, in the newest version the API server serves of
-    resource.k8s.io/v1 (1.34+), v1beta2 (1.33) and v1beta1 (1.32): an older one answers 404 for the newer."""
-    from kubernetes import client, config
-    from kubernetes.client.exceptions import ApiException
+# -- the slices serving a node ----------------------------------------------------------------------------------
 
-    api = client.CustomObjectsApi(config.new_client_from_config(config_file=kubeconfig))
-    selectors = [f"spec.driver={driver}"] + ([f"spec.nodeName={node_name}"] if node_name else [])
-    for version in ("v1", "v1beta2", "v1beta1"):
+
+class SliceApi(Protocol):
+    """The API calls NodeSliceReader makes (dra_auto_claims_api.KubeApi; an in-memory fake in tests/certify)."""
+
+    def resource_versions(self) -> list[str]: ...
+    def node_labels(self, name: str) -> dict[str, str] | None: ...
+    def list_slices(self, version: str, driver: str) -> list[dict[str, Any]]: ...
+    def close(self) -> None: ...
+
+
+def _selects(where: Mapping[str, Any], node: str) -> bool | None:
+    """Whether a slice's spec or a device (its nodeName, allNodes, nodeSelector) selects the node without its
+    labels: None when that depends on them (no term of matchFields alone selects the node and a term with
+    matchExpressions may; core/v1 NodeSelectorTerm: expressions and fields ANDed, terms ORed; node_selector.py)."""
+    if where.get("nodeName"):
+        return where["nodeName"] == node
+    if where.get("allNodes"):
+        return True
+    terms = (where.get("nodeSelector") or {}).get("nodeSelectorTerms") or []
+    if node_selector.matches({"nodeSelectorTerms": [t for t in terms if not t.get("matchExpressions")]}, node, {}):
+        return True
+    # A term with matchExpressions is decided by the labels unless its matchFields already exclude the node.
+    by_label = [t for t in terms if t.get("matchExpressions")]
+    return None if any(_fields_match(t.get("matchFields") or [], node) for t in by_label) else False
+
+
+def _fields_match(fields: list[dict[str, Any]], node: str) -> bool:
+    return not fields or node_selector.matches({"nodeSelectorTerms": [{"matchFields": fields}]}, node, {})
+
+
+def serves(item: dict[str, Any], node: str, labels: Mapping[str, str] | None) -> bool | None:
+    """Whether a ResourceSlice offers the node anything (dra_slice_devices.serves_node); with labels None (the
+    Node's labels unknown) None when the answer depends on them."""
+    if labels is not None:
+        return serves_node(item, node, dict(labels))
+    spec = item.get("spec") or {}
+    if spec.get("perDeviceNodeSelection"):
+        # resource/v1beta1 holds a device's node selection under `basic` (BasicDevice).
+        answers = [_selects(d.get("basic") or d, node) for d in spec.get("devices") or []]
+    else:
+        answers = [_selects(spec, node)]
+    return True if True in answers else (None if None in answers else False)
+
+
+@dataclass
+class Reading:
+    """One read of a driver's slices for a node."""
+
+    judged: list[dict[str, Any]] = field(default_factory=list)  # the slices serving the node
+    problems: list[str] = field(default_factory=list)  # what is wrong with them, or why none is there
+    notes: list[str] = field(default_factory=list)  # slices not judged, and why
+    # Why nothing could be judged (no resource.k8s.io served; only slices whose node the labels decide, unread).
+    not_judged: str = ""
+
+
+class NodeSliceReader:
+    """Reads the driver's ResourceSlices serving `node` (every slice of the driver when node is None) and judges
+    them (problems); `version` is the resource.k8s.io version read, once known."""
+
+    def __init__(self, connect: Callable[[], SliceApi], driver: str, node: str | None) -> None:
+        self._connect, self.driver, self.node = connect, driver, node
+        self._api: SliceApi | None = None
+        self._labels: dict[str, str] | None = None
+        self.version: str | None = None
+
+    def close(self) -> None:
+        if self._api is not None:
+            self._api.close()
+            self._api = None
+
+    def read(self) -> Reading:
         try:
-            listed = api.list_cluster_custom_object(
-                "resource.k8s.io", version, "resourceslices", field_selector=",".join(selectors)
+            self._api = self._api or self._connect()
+            if self.version is None:
+                served = self._api.resource_versions()
+                self.version = dra_claims.newest_version(served)
+                if self.version is None:
+                    what = f"only {sorted(served)}" if served else "no version"
+                    return Reading(not_judged=f"the API server serves {what} of resource.k8s.io (DRA)")
+            slices = self._api.list_slices(self.version, self.driver)
+        except Exception as exc:
+            return Reading(problems=[f"listing ResourceSlices failed: {api_error(exc)}"])
+        if self.node is None:
+            return self._judge(slices, slices, [])
+        node = self.node
+        answers = [serves(s, node, None) for s in slices]
+        why_unread = ""
+        if None in answers:  # some slice selects nodes by label: the Node's labels decide
+            why_unread = self._read_labels(self._api, node)
+            if self._labels is not None:
+                answers = [serves(s, node, self._labels) for s in slices]
+        serving = [s for s, a in zip(slices, answers, strict=True) if a]
+        notes = [
+            f"slice {(s.get('metadata') or {}).get('name')!r} ({slice_target(s)}) not judged: whether it serves "
+            f"node {node} depends on the Node's labels, which could not be read ({why_unread})"
+            for s, a in zip(slices, answers, strict=True)
+            if a is None
+        ]
+        if not serving and notes:
+            return Reading(
+                notes=notes,
+                not_judged=f"{len(notes)} slice(s) of {self.driver} select nodes by label "
+                f"and node {node}'s labels could not be read ({why_unread})",
             )
-        except ApiException as exc:
-            if exc.status == 404 and version != "v1beta1":
-                continue
-            raise
-        return list(listed.get("items") or [])
-    return []
+        return self._judge(serving, slices, notes)
+
+    def _judge(self, serving: list[dict[str, Any]], slices: list[dict[str, Any]], notes: list[str]) -> Reading:
+        if not serving:
+            where = f" for node {self.node}" if self.node else ""
+            others = sorted({slice_target(s) for s in slices})
+            elsewhere = f" (it has slices for {', '.join(others)})" if others else ""
+            return Reading(problems=[f"no ResourceSlice of driver {self.driver}{where}{elsewhere}"])
+        found = problems(serving, self.driver, self.node, pool_slices=slices)
+        return Reading(judged=serving, problems=found, notes=notes)
+
+    def _read_labels(self, api: SliceApi, node: str) -> str:
+        """Reads the Node's labels once; why they could not be read, else ''."""
+        if self._labels is not None:
+            return ""
+        try:
+            labels = api.node_labels(node)
+        except Exception as exc:
+            return f"reading Node {node}: {api_error(exc)}"
+        if labels is None:
+            return f"node {node} is not in the API server"
+        self._labels = labels
+        return ""
