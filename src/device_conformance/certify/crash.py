@@ -12,9 +12,11 @@ How a certifier wires it in (device_plugin.py does exactly this):
        cert.results.append(self.crash.run(clause, step, uses_subject=True))
 
    `uses_subject=False` is for steps that only judge what was already recorded (a RegisterRequest, files
-   on disk): when the subject died while such a step ran and the step passed, the crash is charged to the
-   next clause that uses the subject, which is where a user would look for it (a crash inside the
-   kubelet's own GetDevicePluginOptions at registration is DP-OPTIONS's FAIL, not DP-REG-VERSION's).
+   on disk): when the subject died while such a step ran and the step passed (or was NOT APPLICABLE), the crash
+   is charged to the next clause that uses the subject or FAILs, which is where a user would look for it (a
+   crash inside the kubelet's own GetDevicePluginOptions at registration is DP-OPTIONS's FAIL, not
+   DP-REG-VERSION's; a subject exiting because it cannot bind a socket name no kubelet could dial is
+   DP-REG-ENDPOINT's, DP-REG-VERSION NOT APPLICABLE with nothing registered).
 
 3. Give the recovery callback, `recover(ev: Evidence, restart: Callable[[], str]) -> None`. It notes what it
    needs (e.g. how many registrations it has seen), calls `restart()` exactly once (the watch's restart:

@@ -26,7 +26,7 @@ from pathlib import Path
 import grpc
 
 from device_conformance.certify import limits
-from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES, Clause
+from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES, DP_SERVER, Clause
 from device_conformance.certify.crash import CrashWatch
 from device_conformance.certify.exchange import rpc_error, show
 from device_conformance.certify.subject import SubjectProcess
@@ -88,6 +88,9 @@ class DevicePluginCertifier:
         self._channels: list[grpc.Channel] = []
         self._never_registered = False
         self._no_registration = ""  # why the first registration never came
+        # The subject cannot bind its own socket, a name no kubelet could dial: DP-REG-ENDPOINT's FAIL, the rest
+        # NOT APPLICABLE (nothing registered). The evidence of the wait for the registration goes with the FAIL.
+        self._unbindable: list[str] = []
         # The subject could not bind its socket in --socket-dir for sun_path (a name the kubelet could dial in its
         # own directory): the user's input, raised as BadInput once the run is stopped.
         self._socket_dir_too_long: BadInput | None = None
@@ -151,10 +154,23 @@ class DevicePluginCertifier:
                 self.crash.check_up()  # a subject that crashed at start-up never registers: nothing to wait for
             if self.registration is None and (self._never_registered or not self._first_registration(ev)):
                 self._never_registered = True
+                if self._unbindable:
+                    self._charge_unbindable(clause, ev)
                 raise ClauseFailed(f"no RegisterRequest reached kubelet.sock ({self._no_registration})")
             return step(ev)
 
         return guarded
+
+    def _charge_unbindable(self, clause: Clause, ev: Evidence) -> None:
+        """A socket name no kubelet could dial breaks DP-REG-ENDPOINT's rule (the kubelet dials socketDir/endpoint
+        during Register, within sun_path): that clause FAILs; every other one, DP-REG-VERSION included, cannot be
+        judged with nothing registered. Through CrashWatch as any step: a subject that exited on it is charged
+        to DP-REG-ENDPOINT, the first clause that FAILs (DP-REG-VERSION, record-only and NOT APPLICABLE, passes the
+        crash on), and the clauses after it are NOT APPLICABLE when it dies again at start-up."""
+        if clause.id != "DP-REG-ENDPOINT":
+            raise NotApplicable("nothing registered: the subject cannot bind its socket (DP-REG-ENDPOINT)")
+        ev.extend(self._unbindable)
+        raise ClauseFailed(f"no RegisterRequest reached kubelet.sock ({self._no_registration})")
 
     def _wait_registration(self, count: int, timeout: float) -> StubRegistration:
         """Registration number `count` (accepted or not); gives up at once when our subject exited."""
@@ -174,6 +190,8 @@ class DevicePluginCertifier:
         except (Abort, WaitTimeout) as exc:  # the log tail comes with the FAIL (certify/crash.py)
             ev.add(str(exc))
             self._no_registration = self._bind_failure() or str(exc).splitlines()[0]
+            if self._unbindable:
+                self._unbindable = [str(exc), *self._unbindable]
             return False
         return True
 
@@ -181,7 +199,7 @@ class DevicePluginCertifier:
         """Why the subject did not register when its log says a socket path exceeds sun_path. A socket name the
         kubelet could dial in its own directory (/var/lib/kubelet/device-plugins/<name> within 107 bytes) makes
         it the user's --socket-dir (self._socket_dir_too_long, BadInput); a longer one is the subject's: no node
-        could reach it (DP-REG-ENDPOINT's rule)."""
+        could reach it (DP-REG-ENDPOINT's rule: self._unbindable)."""
         if not self.proc:
             return None
         log = "\n".join(self.proc.log_tail(60))
@@ -192,10 +210,11 @@ class DevicePluginCertifier:
         names = sorted({os.path.basename(p) for p in log_paths(log) if os.path.dirname(p) == here}, key=len)
         kubelet_room = SUN_PATH_MAX - len(os.fsencode(KUBELET_DIR)) - 1
         if names and len(os.fsencode(names[-1])) > kubelet_room:
+            self._unbindable = ["the subject's log:", *trouble.splitlines()]
             return (
                 f"its socket {names[-1]!r} ({len(os.fsencode(names[-1]))} bytes) cannot be bound: a Unix socket path "
                 f"holds at most {SUN_PATH_MAX} bytes (sun_path, unix(7)), and on a node the kubelet dials "
-                f"{KUBELET_DIR}/{names[-1]}, over it too (DP-REG-ENDPOINT)"
+                f"{KUBELET_DIR}/{names[-1]}, over it too ({DP_SERVER}: Register dials socketDir/endpoint)"
             )
         size = len(os.fsencode(self.t.socket_dir))
         named = f", its socket name {names[-1]!r} {len(os.fsencode(names[-1]))} bytes" if names else ""
@@ -213,7 +232,7 @@ class DevicePluginCertifier:
         self._forget_connection()
         restart()
         self.registration = self._wait_registration(count + 1, limits.REGISTER_TIMEOUT)
-        self._never_registered = False
+        self._never_registered, self._unbindable = False, []
         ev.add(f"certifier: the restarted subject registered (#{count + 1}, {self.registration.error or 'accepted'})")
 
     def _forget_connection(self) -> None:
