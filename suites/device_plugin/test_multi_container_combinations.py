@@ -39,7 +39,7 @@ def _answered(pod_resources) -> list[tuple[str, dict[str, list[str]]]]:
 
 
 @pytest.mark.since("1.34", "KubeletPodResourcesGet beta and on by default (GA 1.36)")
-@pytest.mark.scenario("DP1", "DM-U5")
+@pytest.mark.scenario("DP-X2", "DP1", "DM-U5")
 def test_podresources_get_answers_exactly_what_list_reports_for_each_container(node, pod_factory, register_plugin):
     """An init container, a sidecar (restartable init container) and two app containers, each asking for one
     device: List and Get both answer with the sidecar and the two app containers (not the init container,
@@ -71,7 +71,7 @@ def test_podresources_get_answers_exactly_what_list_reports_for_each_container(n
     )
 
 
-@pytest.mark.scenario("DP1")
+@pytest.mark.scenario("DP-X3", "DP1")
 def test_pre_start_container_is_called_once_per_container_with_its_own_devices(pod_factory, register_plugin):
     """A plugin with pre_start_required, a pod of two app containers asking for 2 and 1 devices: the kubelet
     calls PreStartContainer exactly once per container, after that container's Allocate, each with exactly

@@ -78,7 +78,7 @@ def _listed(node, pod, resource: str) -> list[podresources.Devices]:
 
 
 @pytest.mark.disruptive
-@pytest.mark.scenario("DM-U3", "DP4")
+@pytest.mark.scenario("DP-X1", "DM-U3", "DP4")
 def test_device_on_numa_node_1_is_checkpointed_and_listed_on_node_1_across_a_kubelet_restart(
     kube, node, pod_factory, register_plugin, node_resource
 ):
@@ -117,7 +117,7 @@ def test_device_on_numa_node_1_is_checkpointed_and_listed_on_node_1_across_a_kub
     assert pod.log_line(f"{DEVICES_ENV}=") == "dev-1"
 
 
-@pytest.mark.scenario("DM-U5")
+@pytest.mark.scenario("DP-X4", "DM-U5")
 def test_preferred_allocation_for_an_app_container_reusing_the_init_device_must_include_it(
     pod_factory, register_plugin
 ):

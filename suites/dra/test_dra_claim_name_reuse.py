@@ -86,7 +86,7 @@ def checkpointed(node: Any) -> list[tuple[str, str, list[str]]]:
     return [(e.claim_uid, e.claim_name, sorted(e.pod_uids or [])) for e in parsed.state.entries or []]
 
 
-@pytest.mark.scenario("DRA-E7")
+@pytest.mark.scenario("DRA-X4", "DRA-E7")
 @pytest.mark.known_bug(FORCE_DELETED_CLAIM_NAME_REUSED)
 def test_new_claim_with_a_force_deleted_pods_claim_name_is_refused_naming_the_uid(
     node, dra_driver, dra_objects, shows_known_bug

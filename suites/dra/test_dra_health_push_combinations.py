@@ -89,7 +89,7 @@ def results(claim: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.since("1.34", "DRAAdminAccess is beta and on from 1.34 (KEP-5018)")
-@pytest.mark.scenario("DRA-H4")
+@pytest.mark.scenario("DRA-X2", "DRA-H4")
 def test_health_is_pushed_to_every_pod_of_a_shared_claim_and_of_an_admin_claim_on_the_device(
     kube, namespace, dra_driver, dra_objects
 ):

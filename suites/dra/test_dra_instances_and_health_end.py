@@ -94,7 +94,7 @@ def calls_by_instance(method, *drivers):
 
 @pytest.mark.since(f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}", "seamless DRA driver updates (kubernetes#129832)")
 @pytest.mark.since(f"1.{FIRST_DRA_CONNECTION_MONITORING_MINOR}", "the kubelet logs its connection to a driver")
-@pytest.mark.scenario("DRA-E15")
+@pytest.mark.scenario("DRA-X3", "DRA-E15")
 def test_newer_instance_serves_while_both_are_registered_and_after_the_older_one_goes(
     kube, node, dra_driver, dra_objects
 ):
@@ -150,7 +150,7 @@ def test_newer_instance_serves_while_both_are_registered_and_after_the_older_one
     f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}",
     "ResourceHealthStatus on by default (beta); the suite does not turn it on before",
 )
-@pytest.mark.scenario("DRA-H2")
+@pytest.mark.scenario("DRA-X5", "DRA-H2")
 def test_stopped_driver_devices_turn_unknown_long_before_their_health_timeout(dra_driver, dra_objects):
     """The driver reports its device Healthy with health_check_timeout_seconds 600, then stops: the device turns
     Unknown in the pod status within timeouts.DRA_HEALTH_UNKNOWN of the stop, not once the 10 minutes ran out."""

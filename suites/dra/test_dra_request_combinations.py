@@ -36,7 +36,7 @@ pytestmark = [
 PREPARE = "NodePrepareResources"
 
 
-@pytest.mark.scenario("DRA-E6")
+@pytest.mark.scenario("DRA-X1", "DRA-E6")
 def test_container_naming_two_requests_of_a_claim_gets_both_and_not_the_third(dra_driver, dra_objects, cdi_runtime):
     """A claim of three requests r1, r2, r3 (one device each, distinct): container `main` names r1 and r2 of it
     as two entries, container `other` names r3. main sees exactly the CDI env of the r1 and r2 devices, other

@@ -114,7 +114,7 @@ TAINTED_AGO_S = 12
 
 
 @SINCE_TOLERATIONS
-@pytest.mark.scenario("DT-U3")
+@pytest.mark.scenario("DT-X1", "DT-U3")
 def test_pod_scheduled_onto_a_tainted_device_counts_toleration_from_time_added(dra_driver, dra_objects):
     """The device's NoExecute taint says it was added 12 s ago before the pod exists; the pod tolerates it for
     20 s and is scheduled onto it: evicted ~8 s after it was created (timeAdded + 20 s), not 20 s after it was
@@ -137,7 +137,7 @@ CANCELLED_TOLERATION_S = 20
 
 
 @SINCE_TOLERATIONS
-@pytest.mark.scenario("DT-U4")
+@pytest.mark.scenario("DT-X2", "DT-U4")
 @pytest.mark.parametrize(("effect", "reason"), [("None", "NoEffect"), ("NoSchedule", "OtherEffect")])
 def test_rule_changed_away_from_noexecute_cancels_the_eviction(kube, dra_driver, dra_objects, effect, reason):
     """A pod tolerates the NoExecute rule for 20 s; before that, the rule's effect becomes None or NoSchedule.
@@ -184,7 +184,7 @@ SWITCHED_TOLERATION_S = 10
 
 
 @SINCE_TIME_ADDED_BUMP
-@pytest.mark.scenario("DT-U6")
+@pytest.mark.scenario("DT-X3", "DT-U6")
 def test_rule_switched_to_noexecute_counts_toleration_from_the_switch(kube, dra_driver, dra_objects):
     """A rule with effect None for 20 s, then NoExecute; the pod tolerates it for 10 s, less than the rule's age.
     k8s.io/api resource/v1alpha3 types.go DeviceTaint.TimeAdded: "the time at which the taint was added or (only
@@ -216,7 +216,7 @@ GRACE_S = 60
 
 
 @SINCE_TOLERATIONS
-@pytest.mark.scenario("DT-U5")
+@pytest.mark.scenario("DT-X4", "DT-U5")
 def test_terminating_evicted_pod_is_not_pending_and_the_rule_completes(kube, namespace, dra_driver, dra_objects):
     """An evicted pod whose container ignores SIGTERM (sleep as PID 1) terminates only after its 60 s grace period,
     far longer than ruleStatusPeriod. countPendingPods skips pods with a deletionTimestamp, so the rule reaches

@@ -54,6 +54,8 @@ def test_text_lists_every_scenario_with_its_tests_or_why_not_and_ends_with_the_s
     shown = render.text(build(FAKE))
     lines = shown.splitlines()
     assert lines[0] == "§2.1 Device plugin manager (test/e2e_node/device_plugin_test.go)"
+    own = catalogue.SECTION_BY_TAG["§2.13"]  # this suite's own: its source is the code read, not a test file
+    assert f"§2.13 {own.title} ({own.source})" in lines
     assert (
         lines[-1] == f"covered 4 of {TOTAL} scenarios (left: {TOTAL - 4 - NOT_REPRODUCIBLE} reproducible here, 2 not)"
     )

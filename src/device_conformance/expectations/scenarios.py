@@ -1,4 +1,5 @@
-"""The upstream scenario catalogue as data: every scenario our suites measure themselves against.
+"""The scenario catalogue as data: every scenario our suites measure themselves against. Sections §2.1-§2.12
+mirror upstream's tests; §2.13 is this suite's own (see IDs).
 
 Tests name the scenarios they cover with `@pytest.mark.scenario("DP6", ...)`; the declarative-marker plugin
 accepts only IDs from here, and `device-conformance scenarios` (docs/scenarios.md) shows which tests cover
@@ -17,6 +18,12 @@ device-taint eviction) and the letter the upstream file or context it comes from
     DM-U  device manager unit tests             DRA-U  DRA manager unit tests
                                                 DT-U   device-taint eviction controller unit tests
 
+The letter X marks a scenario of this suite's own, in §2.13 "beyond the simplest setup": `DP-X<n>`, `DRA-X<n>`,
+`DT-X<n>` (the family as above). No upstream test has it: it takes a behaviour upstream tests in its simplest
+setup one step further (a second container, request, instance or NUMA node; a rule that changes), read from the
+kubelet's or the controller's code. Its `source` is that code, the file and the function(s) the scenario guards
+(`<file>.go <function>, ...`, files joined with "; "), not a test file; the section's source says so.
+
 A section tag `§2.N` (how tests named an unnumbered scenario before these IDs) is still accepted: it names
 the section's only scenario where it has one (§2.6 = DP-A1, §2.7 = DP-C1), and otherwise no scenario in
 particular, so it counts toward none (see `named_by`).
@@ -24,12 +31,13 @@ particular, so it counts toward none (see `named_by`).
 Counting. One scenario per catalogue row or bullet, except where a bullet of the e2e sections (§2.9,
 §2.10) strings several upstream tests (ginkgo `It`s) together with ";": there each test is a scenario of
 its own, because one of our tests covering one of them says nothing about the others. Bullets of the unit
-test sections (§2.8, §2.11, §2.12) name behaviour groups to mirror and stay one scenario each.
+test sections (§2.8, §2.11, §2.12) name behaviour groups to mirror and stay one scenario each. §2.13: one
+scenario per behaviour.
 
 Fields. `since`: the first Kubernetes minor that has what the scenario needs (empty: every minor the suites
-run); `feature`: the feature gate it needs (which may be off by default in that minor; what the suites'
-clusters switch on is in expectations/cluster.py); `until`: the last minor it applies to; `not_reproducible`:
-why it cannot run here at all (empty: it can).
+run); `feature`: the feature gate it needs, or the gates joined with ", " (which may be off by default in that
+minor; what the suites' clusters switch on is in expectations/cluster.py); `until`: the last minor it applies
+to; `not_reproducible`: why it cannot run here at all (empty: it can).
 """
 
 from __future__ import annotations
@@ -43,7 +51,8 @@ from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, FIRST
 
 @dataclass(frozen=True)
 class Section:
-    """One section of the catalogue: its number (`2.6`), what it covers and the upstream file behind it."""
+    """One section of the catalogue: its number (`2.6`), what it covers and the upstream file behind it (§2.13,
+    this suite's own: the code read)."""
 
     number: str
     title: str
@@ -57,7 +66,8 @@ class Section:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One upstream scenario: a stable ID, its section, a one-line title and the upstream file it is from."""
+    """One scenario: a stable ID, its section, a one-line title and the upstream file it is from (§2.13: the
+    upstream code it guards)."""
 
     id: str
     section: str
@@ -96,6 +106,19 @@ DRA_E2E = "test/e2e/dra/dra.go"
 DRA_NODE_ALLOCATABLE_E2E = "test/e2e/common/node/dra_node_allocatable_resources.go"
 DRA_UNIT = "pkg/kubelet/cm/dra/manager_test.go"
 DT_UNIT = "pkg/controller/devicetainteviction/device_taint_eviction_test.go"
+# §2.13, this suite's own: the code each scenario guards (module source v1.37.1), no upstream test.
+BEYOND = (
+    "code read: pkg/kubelet/cm/devicemanager, pkg/kubelet/cm/dra, pkg/kubelet/apis/podresources, "
+    "pkg/controller/devicetainteviction; no upstream test"
+)
+DM_MANAGER = "pkg/kubelet/cm/devicemanager/manager.go"
+DM_POD_DEVICES = "pkg/kubelet/cm/devicemanager/pod_devices.go"
+PODRESOURCES = "pkg/kubelet/apis/podresources/server_v1.go"
+DRA_MANAGER = "pkg/kubelet/cm/dra/manager.go"
+DRA_PLUGINS = "pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go"
+DRA_HEALTH_INFO = "pkg/kubelet/cm/dra/healthinfo.go"
+DT_CONTROLLER = "pkg/controller/devicetainteviction/device_taint_eviction.go"
+DT_RULE_STRATEGY = "pkg/registry/resource/devicetaintrule/strategy.go"
 
 DRA_SINCE = f"1.{FIRST_DRA_MINOR}"  # the first resource.k8s.io version the suites' DRA code speaks (v1beta1)
 TAINTS_SINCE = f"1.{FIRST_DEVICE_TAINTS_MINOR}"  # DRADeviceTaints, alpha (KEP-5055)
@@ -127,6 +150,7 @@ SECTIONS: tuple[Section, ...] = (
     Section("2.10", "DRA cluster e2e", DRA_E2E),
     Section("2.11", "DRA manager unit tests (behaviours to mirror)", DRA_UNIT),
     Section("2.12", "Device taint eviction", DT_UNIT),
+    Section("2.13", "Beyond the simplest setup (this suite's own scenarios, not upstream tests)", BEYOND),
 )
 
 
@@ -422,6 +446,90 @@ SCENARIOS: tuple[Scenario, ...] = (
         ("DT-U6", "One GET, PATCH and DELETE per evicted pod; metrics; a rule flipped from None to NoExecute"),
         since=TAINTS_SINCE,
         feature=TAINTS,
+    ),
+    *_section(
+        "2.13",
+        BEYOND,
+        (
+            "DP-X1",
+            "A device on NUMA node 1 stays on node 1 in the checkpoint and podresources List across a kubelet restart",
+            {
+                "source": f"{DM_MANAGER} allocateContainerResources; {DM_POD_DEVICES} getContainerDevices, "
+                f"fromCheckpointData; {PODRESOURCES} List"
+            },
+        ),
+        (
+            "DP-X2",
+            "podresources Get answers what List reports for an init container, a sidecar and several app containers",
+            {"source": f"{PODRESOURCES} Get, List", "since": "1.34", "feature": "KubeletPodResourcesGet"},
+        ),
+        (
+            "DP-X3",
+            "PreStartContainer is called once per container, each time with that container's own devices",
+            {"source": f"{DM_MANAGER} GetDeviceRunContainerOptions, callPreStartContainerIfNeeded"},
+        ),
+        (
+            "DP-X4",
+            "GetPreferredAllocation for an app container reusing an init device: full size, that device mustInclude",
+            {"source": f"{DM_MANAGER} devicesToAllocate, callGetPreferredAllocationIfAvailable"},
+        ),
+        (
+            "DRA-X1",
+            "A container naming two requests of one claim gets the devices of both, not those of a third request",
+            {"source": f"{DRA_MANAGER} GetResources", "since": DRA_SINCE, "feature": DRA},
+        ),
+        (
+            "DRA-X2",
+            "Device health is pushed at once to every pod of a shared claim and of an admin-access claim on the device",
+            {
+                "source": f"{DRA_MANAGER} HandleWatchResourcesStream",
+                "since": "1.36",
+                "feature": f"{HEALTH}, DRAAdminAccess",
+            },
+        ),
+        (
+            "DRA-X3",
+            "Two instances of one driver: the newer serves, and keeps serving after the older one deregisters",
+            {"source": f"{DRA_PLUGINS} get, remove", "since": "1.34", "feature": DRA},
+        ),
+        (
+            "DRA-X4",
+            "A claim reusing a force-deleted pod's claim name with a new UID is refused, naming the UID (#131513)",
+            {"source": f"{DRA_MANAGER} prepareResources", "since": "1.34", "feature": DRA},
+        ),
+        (
+            "DRA-X5",
+            "A stopped driver's devices turn Unknown long before a long health-check timeout would run out",
+            {
+                "source": f"{DRA_MANAGER} HandleWatchResourcesStream; {DRA_HEALTH_INFO} clearDriver",
+                "since": "1.36",
+                "feature": HEALTH,
+            },
+        ),
+        (
+            "DT-X1",
+            "A pod scheduled onto an already tainted device counts its tolerationSeconds from the taint's timeAdded",
+            {"source": f"{DT_CONTROLLER} claimEvictionTime", "since": "1.35", "feature": TAINTS},
+        ),
+        (
+            "DT-X2",
+            "A rule changed from NoExecute to None or NoSchedule cancels the pending eviction for good",
+            {"source": f"{DT_CONTROLLER} handleRuleChange, cancelEvict", "since": "1.35", "feature": TAINTS},
+        ),
+        (
+            "DT-X3",
+            "A rule switched from None to NoExecute counts tolerationSeconds from the switch",
+            {
+                "source": f"{DT_RULE_STRATEGY} PrepareForUpdate; {DT_CONTROLLER} trackedTaint.deviceTaint",
+                "since": "1.36",
+                "feature": TAINTS,
+            },
+        ),
+        (
+            "DT-X4",
+            "An evicted pod still terminating is not pending: the rule reaches Completed",
+            {"source": f"{DT_CONTROLLER} countPendingPods", "since": "1.35", "feature": TAINTS},
+        ),
     ),
 )
 
