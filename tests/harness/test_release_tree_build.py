@@ -29,6 +29,7 @@ def go_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(source_build, "go_binary", lambda *a: "/usr/local/go/bin/go")
     monkeypatch.setattr(source_build, "local_go_version", lambda go: "go1.26.8")
     monkeypatch.setattr(binaries, "_download_release", lambda *a: False)
+    monkeypatch.setattr(source_build, "download_modules", lambda modules, version: [{}])
     runs: list[dict] = []
 
     def run_go(argv, workdir, label, progress, env=None, packages=(), flags=()):
@@ -120,3 +121,19 @@ def test_a_release_whose_tree_cannot_be_assembled_is_built_from_a_wrapper_module
     assert wrapper == [(V, tmp_path, binaries.KUBELET_ONLY)] and go_runs == []
     assert any("403" in line and "wrapper module" in line for line in said)
     assert list((tmp_path / "cache" / "gobuild").glob("*-tree-*")) == []
+
+
+def test_a_release_the_proxy_lacks_fails_once_with_its_own_error(go_runs, monkeypatch, tmp_path):
+    """No tree and no fallback for a version that does not exist: the user reads the proxy's refusal once."""
+    from device_conformance.errors import BadInput
+
+    def refused(modules, version):
+        raise BadInput(f"K8S_VERSION={version} cannot be fetched", "pick a released version")
+
+    said: list[str] = []
+    monkeypatch.setattr(source_build, "download_modules", refused)
+    monkeypatch.setattr(source_build, "get_tree", lambda *a: pytest.fail("no tree for a release the proxy lacks"))
+    monkeypatch.setattr(source_build, "build_kubernetes", lambda *a: pytest.fail("no fallback build either"))
+    with pytest.raises(BadInput, match="cannot be fetched"):
+        source_build.build_release(V, tmp_path / "out", ("kubelet",), said.append)
+    assert said == []

@@ -40,6 +40,7 @@ from device_conformance.process import pid_alive
 from device_conformance.toolchain.cache import BinarySet, Progress, cache_root, ensure_cached
 from device_conformance.toolchain.gobuild import (
     build_kubernetes,
+    download_modules,
     go_binary,
     json_stream,
     local_go_version,
@@ -49,7 +50,7 @@ from device_conformance.toolchain.gobuild import (
     version_ldflags,
     without_mod_flag,
 )
-from device_conformance.toolchain.source_get import get_tree
+from device_conformance.toolchain.source_get import KUBERNETES_MODULE, get_tree
 from device_conformance.toolchain.source_tree import check_tree, tree_staging_modules, tree_toolchain
 
 # Bump when the build below changes in a way the other key parts do not show.
@@ -234,6 +235,8 @@ def build_release(version: KubeVersion, target: Path, components: Sequence[str],
         pid = orphan.name.rsplit("-", 1)[-1].split(".")[0]
         if pid.isdigit() and not pid_alive(int(pid)):
             shutil.rmtree(orphan, ignore_errors=True)
+    # A release the proxy does not serve at all stops here with its own error, not at a fallback that fails alike.
+    download_modules([f"{KUBERNETES_MODULE}@{version.tag}"], version)
     try:
         try:
             get_tree(version, tree, progress)
