@@ -9,20 +9,22 @@ writes a DriverConfig (devices dev-0..dev-N-1, the kubelet's endpoint at the nod
 /var/lib/kubelet/plugins/<driver>/dra.sock, its prepared claims kept in plugins/<driver>/state.json like a real
 driver's checkpoint, so they survive a SIGKILL) and runs the fake in this process. A run with a `--defect`
 (config.DEFECTS) shows which black-box tests catch that defective vendor, one without shows the clean fake passes.
+Its config, control socket and call log live in /tmp/dc-subj-<pid>-XXXXXXXX (short: sun_path holds 107 bytes),
+removed at exit and, after a SIGKILL, by the next start (fakes/common/work_dir.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 
+from device_conformance.fakes.common.work_dir import work_dir
 from device_conformance.fakes.dra_driver import __main__ as fake_main
 from device_conformance.fakes.dra_driver.config import DEFECTS, PATTERNS, DeviceSpec, DriverConfig
 
 KUBELET_PLUGINS_DIR = "/var/lib/kubelet/plugins"  # the node's path, as the kubelet dials it
+WORK_PREFIX = "dc-subj-"  # the work folder: /tmp/dc-subj-<pid>-XXXXXXXX (fakes/common/work_dir.py)
 
 
 def config_from(args: argparse.Namespace, workdir: str) -> DriverConfig:
@@ -59,14 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--defect", action="append", default=[], choices=DEFECTS)
     parser.add_argument("--pattern", action="append", default=[], choices=PATTERNS)
     args = parser.parse_args(argv)
-    workdir = tempfile.mkdtemp(prefix="dc-subj-", dir="/tmp")  # the control socket's path must fit sun_path
-    try:
-        path = os.path.join(workdir, "config.json")
-        with open(path, "w") as f:
-            f.write(config_from(args, workdir).to_json())
-        return fake_main.main(["--config", path])
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    with work_dir(WORK_PREFIX) as workdir:  # the control socket's path must fit sun_path
+        path = workdir / "config.json"
+        path.write_text(config_from(args, str(workdir)).to_json())
+        return fake_main.main(["--config", str(path)])
 
 
 if __name__ == "__main__":
