@@ -276,6 +276,24 @@ DRA_EXTENDED_RESOURCE_TAKEN_FOR_DEVICE_PLUGIN_RESOURCE = KnownBug(
     ),
 )
 
+# A dra_health_state that decodes to a nil map (`null`, or a driver's `{"Devices": null}`) loads without an error:
+# json.Unmarshal of null into the cache's *DevicesHealthMap leaves a nil map (pkg/kubelet/cm/dra/healthinfo.go
+# loadFromCheckpoint, module source v1.34.12, v1.36.5 and v1.37.2), and the next health update of a driver assigns
+# into it: "assignment to entry in nil map" in healthInfoCache.updateHealthInfo, a kubelet panic, again at every
+# start while the file stays. PR #140904 (no issue filed): CHANGELOG-1.38 v1.38.0-alpha.1 "Kubelet: fixed a panic in
+# the DRA device-health goroutine when the on-disk health checkpoint file decoded to a nil map" (read in the
+# v1.38.0-beta.0 zip), the nil-map guard in module source v1.38.0-beta.0. First affected: 1.34.0, the first minor
+# whose kubelet has the health checkpoint (healthinfo.go is in module source v1.34.12, not v1.33.13).
+NULL_HEALTH_CHECKPOINT_PANICS = KnownBug(
+    issue="kubernetes#140904",
+    title="a DRA health checkpoint that decodes to a nil map (`null`) panics the kubelet at the next health update",
+    first_affected="1.34.0",
+    fixes=(Fix("1.38.0-alpha.1", "kubernetes#140904"),),
+    shown_by=(
+        "suites/dra/test_dra_health_checkpoint_null.py::test_null_health_checkpoint_survives_the_next_health_update"
+    ),
+)
+
 # prepareResources appended each driver's NodePrepareResources answer to the claim's DriverState; when another
 # driver of the same pod then failed, the claim was left unprepared with the first driver's devices, and the
 # retry appended them again: the claim's devices (checkpoint, podresources) and the CDI device IDs handed to
