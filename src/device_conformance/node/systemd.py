@@ -56,9 +56,13 @@ class SystemdKubelet:
         return None
 
     def log_mark(self) -> int:
-        """Seconds since the epoch: node and host share the kernel clock, journald stamps with it."""
-        return int(time.time())
+        """Microseconds since the epoch: node and host share the kernel clock, journald stamps with it to the
+        microsecond. Whole seconds would take in what the kubelet logged earlier in the mark's second (a pod's
+        first "SyncLoop ADD" read as its re-admission after a restart that followed within that second)."""
+        return time.time_ns() // 1000
 
     def log_since(self, mark: int) -> str:
-        argv = ["journalctl", f"--unit={UNIT}.service", f"--since=@{mark}", "--output=cat", "--no-pager", "--quiet"]
+        # journalctl's "@" timestamps take fractional seconds (systemd.time(7): "@" + seconds since the epoch).
+        since = f"@{mark // 1_000_000}.{mark % 1_000_000:06d}"
+        argv = ["journalctl", f"--unit={UNIT}.service", f"--since={since}", "--output=cat", "--no-pager", "--quiet"]
         return self.run(argv, timeout=60).decode(errors="replace")

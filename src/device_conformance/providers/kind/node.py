@@ -7,7 +7,9 @@ every other node path goes through `docker exec`.
 
 from __future__ import annotations
 
+import re
 import shlex
+import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -28,10 +30,20 @@ NODE_CRI_SOCKET = "/run/containerd/containerd.sock"
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 # Where the node's own kubelet binary and config are kept while another version runs (upgrade tests).
 ORIGINAL_SUFFIX = ".dc-original"
-# A kubelet.service drop-in naming another CRI endpoint (NodeControl.set_runtime_endpoint): kind's 10-kubeadm.conf
-# passes $KUBELET_EXTRA_ARGS last (kind images/base/files/etc/systemd/system/kubelet.service.d), and the flag wins
-# over the config file's containerRuntimeEndpoint. /run: a node container started again has none left.
+# A kubelet.service drop-in naming another CRI endpoint (NodeControl.set_runtime_endpoint). It replaces ExecStart
+# with the unit's own command line plus --container-runtime-endpoint, which wins over the config file's
+# containerRuntimeEndpoint (a flag overrides the --config file: kubelet docs, "Set Kubelet Parameters Via A
+# Configuration File"). An Environment="KUBELET_EXTRA_ARGS=..." line cannot do it: kind's 10-kubeadm.conf
+# (kind images/base/files/etc/systemd/system/kubelet.service.d) reads EnvironmentFile=-/etc/default/kubelet, which
+# kind's node sets KUBELET_EXTRA_ARGS in (--runtime-cgroups=...), and a variable from an EnvironmentFile= overrides
+# one from Environment= (systemd.exec(5), EnvironmentFile=). /run: a node container started again has none left;
+# a run killed with the drop-in in place leaves it to the next bring-up (stale_runtime_endpoint).
 RUNTIME_ENDPOINT_DROPIN = "/run/systemd/system/kubelet.service.d/50-dc-runtime-endpoint.conf"
+ENDPOINT_FLAG = "--container-runtime-endpoint"
+# The drop-in's first line: the endpoint it names, read back by stale_runtime_endpoint.
+DROPIN_MARK = "# device-conformance CRI proxy endpoint: "
+# `systemctl show -p ExecStart --value`: "{ path=/usr/bin/kubelet ; argv[]=/usr/bin/kubelet $A $B ; ... }".
+_EXEC_ARGV = re.compile(r"argv\[\]=(.*?) ; ")
 PUT_BACK_ORIGINALS = (
     f"for p in {KUBELET_BINARY} {KUBELET_CONFIG}; "
     f'do [ ! -e "$p{ORIGINAL_SUFFIX}" ] || mv -f "$p{ORIGINAL_SUFFIX}" "$p"; done'
@@ -70,15 +82,81 @@ class KindTransport:
         return f"/proc/{pid}/root{NODE_CRI_SOCKET}"
 
     def set_runtime_endpoint(self, endpoint: str | None) -> None:
-        """NodeControl.set_runtime_endpoint: a runtime drop-in of kubelet.service adding
-        --container-runtime-endpoint, or none; systemd reads it at the next start (after daemon-reload)."""
+        """NodeControl.set_runtime_endpoint: a runtime drop-in of kubelet.service whose ExecStart is the unit's
+        own plus --container-runtime-endpoint, or none (the drop-in and its directory, when empty, removed);
+        systemd reads it at the next start (after daemon-reload)."""
+        dropin_dir = str(PurePosixPath(RUNTIME_ENDPOINT_DROPIN).parent)
         if endpoint is None:
             self.run(["rm", "-f", RUNTIME_ENDPOINT_DROPIN])
+            self.run(["rmdir", "--ignore-fail-on-non-empty", dropin_dir], check=False)
         else:
-            dropin = f'[Service]\nEnvironment="KUBELET_EXTRA_ARGS=--container-runtime-endpoint={endpoint}"\n'
-            self.run(["mkdir", "-p", str(PurePosixPath(RUNTIME_ENDPOINT_DROPIN).parent)])
+            self.run(["rm", "-f", RUNTIME_ENDPOINT_DROPIN])  # a left-over one: the unit's own command line below
+            self.run(["systemctl", "daemon-reload"])
+            shown = self.run(["systemctl", "show", "kubelet", "--property", "ExecStart", "--value"]).decode()
+            dropin = runtime_dropin(unit_argv(shown), endpoint)
+            self.run(["mkdir", "-p", dropin_dir])
             self.run(["sh", "-c", 'cat > "$1"', "sh", RUNTIME_ENDPOINT_DROPIN], stdin=dropin.encode())
         self.run(["systemctl", "daemon-reload"])
+
+    def runtime_dropin_endpoint(self) -> str | None:
+        """The endpoint our runtime drop-in names; None when there is none."""
+        text = self.run(["sh", "-c", 'cat "$1" 2>/dev/null || true', "sh", RUNTIME_ENDPOINT_DROPIN]).decode()
+        if not text.strip():
+            return None
+        first = text.splitlines()[0]
+        return first.removeprefix(DROPIN_MARK).strip() if first.startswith(DROPIN_MARK) else ""
+
+    def stale_runtime_endpoint(self) -> str | None:
+        """The endpoint of a runtime drop-in nothing serves any more (a run killed with SIGKILL while its CRI
+        proxy test ran: the proxy exits with it, the drop-in stays in the node's /run and the kubelet keeps asking
+        a dead socket); None when there is no drop-in or its proxy serves. The proxy runs on the test host, so
+        an endpoint not bound from the host, or a drop-in without our mark, is stale too."""
+        endpoint = self.runtime_dropin_endpoint()
+        if endpoint is None:
+            return None
+        node_path = PurePosixPath(endpoint.removeprefix("unix://")) if endpoint else None
+        host = _host_path(self.mounts, node_path) if node_path is not None else None
+        if host is not None and _serves(host):
+            return None
+        return endpoint or "(unreadable)"
+
+
+def unit_argv(shown: str) -> str:
+    """The command line of kubelet.service's ExecStart, from `systemctl show --property ExecStart --value`, without
+    a --container-runtime-endpoint of ours; ConformanceError when it names no single command."""
+    found = _EXEC_ARGV.findall(shown)
+    if len(found) != 1:
+        raise ConformanceError(
+            f"kubelet.service has {len(found)} ExecStart commands ({shown.strip()!r}); a CRI endpoint drop-in "
+            "needs exactly one"
+        )
+    words = [w for w in found[0].split(" ") if w and not w.startswith(f"{ENDPOINT_FLAG}=")]
+    return " ".join(words)
+
+
+def runtime_dropin(argv: str, endpoint: str) -> str:
+    """The drop-in: the unit's ExecStart replaced by itself plus the endpoint flag (% escaped: systemd
+    specifiers were expanded in what `systemctl show` printed)."""
+    command = f"{argv} {ENDPOINT_FLAG}={endpoint}".replace("%", "%%")
+    return f"{DROPIN_MARK}{endpoint}\n[Service]\nExecStart=\nExecStart={command}\n"
+
+
+def _host_path(mounts: Mapping[PurePosixPath, Path], node_path: PurePosixPath) -> Path | None:
+    for node_dir, host_dir in sorted(mounts.items(), key=lambda item: -len(item[0].parts)):
+        if node_path == node_dir or node_dir in node_path.parents:
+            return host_dir / node_path.relative_to(node_dir)
+    return None
+
+
+def _serves(path: Path) -> bool:
+    """Something accepts connections on the Unix socket `path`."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 class KindKubelet(SystemdKubelet):
@@ -133,6 +211,16 @@ class KindNode(NodeControl):
         starts afresh; then the kubelet healthy, for as long as it makes progress."""
         self.docker.run(["restart", "--time", "30", self.name], timeout=timeout)
         self.kubelet.wait_healthy()
+
+    def reset_stale_runtime_endpoint(self) -> str | None:
+        """A runtime drop-in left by a killed run (KindTransport.stale_runtime_endpoint) removed and the kubelet
+        restarted onto containerd; returns the endpoint it named, None when there was nothing to do."""
+        stale = self.transport.stale_runtime_endpoint()
+        if stale is None:
+            return None
+        self.transport.set_runtime_endpoint(None)
+        self.kubelet.restart()
+        return stale
 
     def describe(self) -> str:
         return f"kind node {self.name} (docker exec; mounts: {shlex.join(map(str, self.transport.mounts))})"

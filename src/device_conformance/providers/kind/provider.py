@@ -89,6 +89,8 @@ class KindProvider:
         for image in self.images or []:
             self.cli.load_image_archive(name, image.tarball)
         nodes = self._nodes(name)
+        if not self.created:
+            self._reset_stale_runtime_endpoints(nodes)
         kube = Kube.from_kubeconfig(kubeconfig)
         try:
             for node in nodes:
@@ -170,6 +172,17 @@ class KindProvider:
         # Nodes that run workloads first: the `node` fixture takes nodes[0], and with workers the
         # control plane keeps its NoSchedule taint.
         return sorted(nodes, key=lambda n: (n.name.endswith("-control-plane") and len(nodes) > 1, n.name))
+
+    def _reset_stale_runtime_endpoints(self, nodes: list[KindNode]) -> None:
+        """A reused cluster's kubelets back on containerd where a killed run left one pointed at its CRI proxy
+        (fixtures/cri_proxy.py; KindNode.reset_stale_runtime_endpoint), before the nodes are waited Ready."""
+        for node in nodes:
+            stale = node.reset_stale_runtime_endpoint()
+            if stale is not None:
+                self.log(
+                    f"node {node.name}: removed the kubelet's CRI endpoint drop-in left by an earlier run ({stale}, "
+                    "served by nothing) and restarted the kubelet on containerd"
+                )
 
     def _shared_dir(self, name: str) -> Path | None:
         """The layout's shared directory when every node binds it at the same path (clusters we render)."""
