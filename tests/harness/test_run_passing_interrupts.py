@@ -5,18 +5,21 @@ SIGINT tears its clusters down (here: writes a file after a while) before it exi
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 CHILD = textwrap.dedent(
     """
-    import signal, sys, time
+    import os, signal, sys, time
     from pathlib import Path
     done = Path(sys.argv[1])
     inherited = "ignored" if signal.getsignal(signal.SIGINT) is signal.SIG_IGN else "default"
@@ -25,7 +28,7 @@ CHILD = textwrap.dedent(
         done.write_text(signal.Signals(signum).name)
         sys.exit(2)
     signal.signal(signal.SIGINT, teardown)
-    Path(sys.argv[2]).write_text(inherited)
+    Path(sys.argv[2]).write_text(f"{inherited} {os.getpid()}")
     while True:
         time.sleep(0.05)
     """
@@ -49,12 +52,28 @@ PARENT = textwrap.dedent(
 )
 
 
-def _parent(tmp_path: Path, sigint: str) -> tuple[subprocess.Popen[bytes], Path, Path]:
+@pytest.fixture
+def started(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """The parents a test starts; each, and the child it started, killed when the test ends, passed or not."""
+    parents: list[subprocess.Popen[bytes]] = []
+    yield parents
+    for parent in parents:
+        ready = tmp_path / "ready"
+        child = ready.read_text().split()[1] if ready.exists() and len(ready.read_text().split()) == 2 else None
+        for pid in (parent.pid, int(child) if child else None):
+            if pid is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        parent.wait()
+
+
+def _parent(tmp_path: Path, sigint: str, started: list) -> tuple[subprocess.Popen[bytes], Path, Path]:
     done, ready, log = tmp_path / "done", tmp_path / "ready", tmp_path / "child.log"
     argv = [sys.executable, "-c", PARENT, CHILD, str(done), str(log), sigint, str(ready)]
     parent = subprocess.Popen(argv)
+    started.append(parent)
     deadline = time.monotonic() + 60  # only a hung interpreter start reaches this
-    while not ready.exists():
+    while not ready.exists() or len(ready.read_text().split()) != 2:
         assert parent.poll() is None, f"the parent exited {parent.returncode} before its child was ready"
         assert time.monotonic() < deadline, "the child never wrote its ready file"
         time.sleep(0.02)
@@ -62,19 +81,21 @@ def _parent(tmp_path: Path, sigint: str) -> tuple[subprocess.Popen[bytes], Path,
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
-def test_an_interrupted_parent_waits_for_its_childs_teardown(tmp_path: Path, sig: signal.Signals) -> None:
-    parent, done, _ = _parent(tmp_path, "ignore-sigint" if sig == signal.SIGTERM else "keep")
+def test_an_interrupted_parent_waits_for_its_childs_teardown(
+    tmp_path: Path, sig: signal.Signals, started: list
+) -> None:
+    parent, done, _ = _parent(tmp_path, "ignore-sigint" if sig == signal.SIGTERM else "keep", started)
     parent.send_signal(sig)
     assert parent.wait(timeout=60) == 130, (tmp_path / "child.log").read_text()
     assert done.exists(), "the child's teardown did not run to its end before the parent exited"
     assert done.read_text() == "SIGINT"
 
 
-def test_a_backgrounded_parent_that_ignored_sigint_still_passes_it_on(tmp_path: Path) -> None:
+def test_a_backgrounded_parent_that_ignored_sigint_still_passes_it_on(tmp_path: Path, started: list) -> None:
     """`nohup make soak &` in a script: SIGINT is ignored from the start, and an ignored signal stays ignored
     across exec, so neither the soak nor its pytest could be stopped with it."""
-    parent, done, ready = _parent(tmp_path, "ignore-sigint")
-    assert ready.read_text() == "default", "the child inherited an ignored SIGINT"
+    parent, done, ready = _parent(tmp_path, "ignore-sigint", started)
+    assert ready.read_text().split()[0] == "default", "the child inherited an ignored SIGINT"
     parent.send_signal(signal.SIGINT)
     assert parent.wait(timeout=60) == 130
     assert done.exists(), "the child's teardown did not run to its end before the parent exited"
