@@ -212,15 +212,5 @@ class KindNode(NodeControl):
         self.docker.run(["restart", "--time", "30", self.name], timeout=timeout)
         self.kubelet.wait_healthy()
 
-    def reset_stale_runtime_endpoint(self) -> str | None:
-        """A runtime drop-in left by a killed run (KindTransport.stale_runtime_endpoint) removed and the kubelet
-        restarted onto containerd; returns the endpoint it named, None when there was nothing to do."""
-        stale = self.transport.stale_runtime_endpoint()
-        if stale is None:
-            return None
-        self.transport.set_runtime_endpoint(None)
-        self.kubelet.restart()
-        return stale
-
     def describe(self) -> str:
         return f"kind node {self.name} (docker exec; mounts: {shlex.join(map(str, self.transport.mounts))})"

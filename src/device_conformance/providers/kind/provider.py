@@ -175,10 +175,12 @@ class KindProvider:
 
     def _reset_stale_runtime_endpoints(self, nodes: list[KindNode]) -> None:
         """A reused cluster's kubelets back on containerd where a killed run left one pointed at its CRI proxy
-        (fixtures/cri_proxy.py; KindNode.reset_stale_runtime_endpoint), before the nodes are waited Ready."""
+        (fixtures/cri_proxy.py; KindTransport.stale_runtime_endpoint), before the nodes are waited Ready."""
         for node in nodes:
-            stale = node.reset_stale_runtime_endpoint()
+            stale = node.transport.stale_runtime_endpoint()
             if stale is not None:
+                node.transport.set_runtime_endpoint(None)
+                node.kubelet.restart()
                 self.log(
                     f"node {node.name}: removed the kubelet's CRI endpoint drop-in left by an earlier run ({stale}, "
                     "served by nothing) and restarted the kubelet on containerd"
