@@ -28,6 +28,7 @@ from device_conformance.toolchain.cache import (
     sha256,
     verify_manifest,
 )
+from device_conformance.toolchain.platform_arch import go_arch
 from device_conformance.toolchain.source_build import build_release, ensure_source_binaries, source_entry_dir
 
 COMPONENTS = ("kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -36,7 +37,8 @@ KUBELET_ONLY = ("kubelet",)
 # on the node, kube-proxy in its image. Cached in an entry of their own, built only for node images.
 NODE_IMAGE_COMPONENTS = ("kubeadm", "kubectl", "kube-proxy")
 KNOWN_COMPONENTS = COMPONENTS + NODE_IMAGE_COMPONENTS
-RELEASE_URL = "https://dl.k8s.io/{tag}/bin/linux/amd64/{name}"
+# {arch}: GOARCH of the host (platform_arch.go_arch), the directory name the release site uses.
+RELEASE_URL = "https://dl.k8s.io/{tag}/bin/linux/{arch}/{name}"
 VERSION_TIMEOUT = 30  # seconds for `<binary> --version` (a cold start of a 100 MB binary on a busy host)
 
 KubernetesBinaries = BinarySet[KubeVersion]
@@ -163,8 +165,9 @@ def _reported_version(binary: Path) -> str:
 
 def _download_release(version: KubeVersion, target: Path, components: Sequence[str], progress: Progress) -> bool:
     """Fetch official release binaries; False (quietly) when dl.k8s.io is unreachable."""
+    arch = go_arch()
     for name in components:
-        url = RELEASE_URL.format(tag=version.tag, name=name)
+        url = RELEASE_URL.format(tag=version.tag, name=name, arch=arch)
         try:
             with urllib.request.urlopen(url + ".sha256", timeout=5) as reply:
                 expected = reply.read().decode().split()[0]

@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain.binaries import RELEASE_URL
 from device_conformance.toolchain.gobuild import build_requirements
+from device_conformance.toolchain.platform_arch import go_arch
 
 SERVED, REFUSED, UNKNOWN = "served", "refused", "unknown"
 DEFAULT_GOPROXY = "https://proxy.golang.org,direct"
@@ -142,7 +143,7 @@ def ask(proxies: Sequence[Proxy], path: str, method: str = "GET", fetch: Fetch =
 def release_site_serves(version: KubeVersion, fetch: Fetch = http_fetch, release_url: str = RELEASE_URL) -> bool:
     """Whether the official release site answers for this release's kubelet (binaries.ensure_binaries
     downloads from it when it can)."""
-    status, _ = fetch("HEAD", release_url.format(tag=version.tag, name="kubelet") + ".sha256")
+    status, _ = fetch("HEAD", release_url.format(tag=version.tag, name="kubelet", arch=go_arch()) + ".sha256")
     return status == 200
 
 

@@ -13,6 +13,8 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from device_conformance.toolchain.platform_arch import go_arch
+
 
 @dataclass
 class Layer:
@@ -62,8 +64,10 @@ def write_oci_tarball(
     *,
     entrypoint: list[str] | None = None,
     cmd: list[str] | None = None,
+    arch: str | None = None,
 ) -> None:
-    """Write `target` as an OCI layout tar holding one linux/amd64 image tagged `name`."""
+    """Write `target` as an OCI layout tar holding one linux/`arch` image tagged `name` (`arch`: a GOARCH,
+    the host's when None, as the binaries in `layer` are)."""
     layer_blob = layer.tar_bytes()
     diff_id = "sha256:" + hashlib.sha256(layer_blob).hexdigest()
     image_config: dict = {"Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}
@@ -73,7 +77,7 @@ def write_oci_tarball(
         image_config["Cmd"] = cmd
     config_blob = _json(
         {
-            "architecture": "amd64",
+            "architecture": arch or go_arch(),
             "os": "linux",
             "config": image_config,
             "rootfs": {"type": "layers", "diff_ids": [diff_id]},

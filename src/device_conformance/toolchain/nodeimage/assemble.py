@@ -30,6 +30,7 @@ from device_conformance.toolchain.containerd import ensure_containerd
 from device_conformance.toolchain.images import build as workload
 from device_conformance.toolchain.nodeimage import components, images, kindbase, manifests, rootfs
 from device_conformance.toolchain.nodeimage.cache import entry, record_inputs
+from device_conformance.toolchain.platform_arch import go_arch
 
 # Bump when what the steps below put in the image changes, so cached images are rebuilt.
 RECIPE = "2"
@@ -288,10 +289,11 @@ def _build_images(
     return preloads
 
 
-def image_config(diff_id: str) -> dict:
-    """The image config: kind's ENV container=docker, STOPSIGNAL and ENTRYPOINT (base Dockerfile)."""
+def image_config(diff_id: str, arch: str | None = None) -> dict:
+    """The image config: kind's ENV container=docker, STOPSIGNAL and ENTRYPOINT (base Dockerfile); `arch`
+    (a GOARCH) the host's when None, as the node's root and binaries are."""
     return {
-        "architecture": "amd64",
+        "architecture": arch or go_arch(),
         "os": "linux",
         "config": {
             "Env": ["container=docker", f"PATH={PATH}"],

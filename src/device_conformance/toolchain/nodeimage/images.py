@@ -27,6 +27,7 @@ from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.process import run, terminate
 from device_conformance.toolchain.cache import Progress
 from device_conformance.toolchain.images.oci import Layer, write_oci_tarball
+from device_conformance.toolchain.platform_arch import gnu_triplet
 
 NAMESPACE = "k8s.io"
 # kind's importer labels every preloaded image pinned (imageimporter.go LoadCommand).
@@ -44,7 +45,6 @@ BASE_DIRECTORIES = {"/tmp": 0o1777, "/etc": 0o755, "/root": 0o700}
 # iptables is the nft variant, and xtables-nft-multi answers to the plain names as well.
 KUBE_PROXY_TOOLS = ("/usr/sbin/xtables-nft-multi", "/usr/sbin/nft", "/usr/sbin/conntrack")
 XTABLES_NAMES = ("iptables", "iptables-save", "iptables-restore", "ip6tables", "ip6tables-save", "ip6tables-restore")
-XTABLES_MODULES = "/usr/lib/x86_64-linux-gnu/xtables"
 MAX_LINKS = 40
 READY_TIMEOUT = 60
 
@@ -182,12 +182,17 @@ def kube_proxy_layer(root: Path, kube_proxy: Path) -> Layer:
     layer = binary_layer(root, {"/usr/local/bin/kube-proxy": kube_proxy}, KUBE_PROXY_TOOLS)
     for name in XTABLES_NAMES:
         layer.symlinks[f"/usr/sbin/{name}"] = "xtables-nft-multi"
-    modules = root / XTABLES_MODULES.lstrip("/")
-    for module in sorted(modules.glob("*.so")):
-        add_from_root(layer, root, f"{XTABLES_MODULES}/{module.name}")
+    xtables = xtables_modules()
+    for module in sorted((root / xtables.lstrip("/")).glob("*.so")):
+        add_from_root(layer, root, f"{xtables}/{module.name}")
         for library in shared_libraries(root, module):
             add_from_root(layer, root, library)
     return layer
+
+
+def xtables_modules(machine: str | None = None) -> str:
+    """Debian's iptables extension directory in the node's root (of the host's architecture when None)."""
+    return f"/usr/lib/{gnu_triplet(machine)}/xtables"
 
 
 def busybox_layer(busybox: Path) -> Layer:
