@@ -1,7 +1,8 @@
 """`device-conformance bugs verify`: the known-bug data checked against upstream's release notes.
 
 tests/cli/data/changelog-excerpt/ is a recorded excerpt of CHANGELOG-1.28.md to CHANGELOG-1.38.md from the
-k8s.io/kubernetes v1.38.0-beta.0 module zip (tests/cli/data/make_changelog_excerpt.py).
+k8s.io/kubernetes v1.38.0-beta.0 module zip, for the bug numbers KNOWN_BUGS names: `make docs` records it again
+when they change (expectations/notes_excerpt.py).
 """
 
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from device_conformance.cli import bugs as bugs_cli
 from device_conformance.cli.main import main
-from device_conformance.expectations import release_notes
+from device_conformance.expectations import notes_excerpt, release_notes
 from device_conformance.expectations.behaviour import Fix, KnownBug
 from device_conformance.expectations.bugtable import KNOWN_BUGS
 from device_conformance.expectations.versions import KubeVersion
@@ -38,6 +39,14 @@ def test_the_bug_data_agrees_with_the_recorded_release_notes(capsys):
         "v1.37.0 pkg/kubelet/cm/devicemanager/manager.go (endpointStore keyed by socket; v1.36.4 and v1.36.5 key "
         "endpoints by resource name); no release note"
     ) in lines
+
+
+def test_the_excerpt_is_of_the_notes_the_bug_data_was_checked_against():
+    recorded = notes_excerpt.recorded(EXCERPT)
+    assert recorded is not None
+    assert release_notes.CHECKED_AGAINST.source == f"k8s.io/kubernetes {recorded.tag} module zip"
+    notes = release_notes.notes_from_dir(EXCERPT)
+    assert {minor: notes.newest(minor) for minor in notes.releases} == release_notes.CHECKED_AGAINST.newest
 
 
 def test_bugs_report_141290_fixed_from_1_37_2(capsys):

@@ -1,4 +1,5 @@
-"""Every doc derived from code (cli/docs.py DOCS) is what its code makes now; the fix is one command."""
+"""Every doc derived from code (cli/docs.py DOCS) is what its code makes now, and the release-notes excerpt is
+recorded for the bug numbers KNOWN_BUGS names (expectations/notes_excerpt.py); the fix is one command."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """`device-conformance docs` (`make docs`): write every doc derived from code; --check lists the stale ones.
 
 DOCS is the one list of derived docs: a path in the checkout and the function giving its whole text, so a new
-derived doc is one entry. tests/harness/test_derived_docs.py runs the check in `make test`.
+derived doc is one entry. Besides them, the recorded excerpt of upstream's release notes (expectations/notes_excerpt.py)
+is derived from the bug data and a module zip: stale when recorded for other bug numbers than KNOWN_BUGS names, it is
+recorded again from the zip of the same tag (`go mod download`; --notes-zip gives one). `--check` never downloads.
+tests/harness/test_derived_docs.py runs the check in `make test`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ import device_conformance
 from device_conformance.certify import clauses
 from device_conformance.cli import suites_table
 from device_conformance.cli.scenarios import collect, render, table
-from device_conformance.expectations import bugtable
+from device_conformance.errors import BadInput
+from device_conformance.expectations import bugtable, notes_excerpt
+from device_conformance.toolchain.go_tmpdir import which_go
+from device_conformance.toolchain.gobuild import go_mod_download
 
 FIX = "make docs"
 
@@ -57,9 +63,32 @@ def generate(root: Path) -> dict[str, str]:
 
 
 def stale(root: Path, texts: dict[str, str] | None = None) -> list[str]:
-    """The derived docs whose committed text is not what their code makes now."""
+    """The derived docs whose committed text is not what their code makes now, and the release-notes excerpt
+    when it was recorded for other bug numbers."""
     texts = generate(root) if texts is None else texts
-    return [path for path, text in texts.items() if _read(root / path) != text]
+    outdated = [path for path, text in texts.items() if _read(root / path) != text]
+    if excerpt_staleness(root) is not None:
+        outdated.append(notes_excerpt.FOLDER)
+    return outdated
+
+
+def excerpt_staleness(root: Path) -> str | None:
+    return notes_excerpt.staleness(root / notes_excerpt.FOLDER, bugtable.KNOWN_BUGS)
+
+
+def module_zip(tag: str) -> Path:
+    """The k8s.io/kubernetes module zip of `tag`, from the module cache or the Go module proxy. A zip whose go.mod
+    needs a newer Go than the local one is still downloaded: `go mod download` reports that as the record's Error
+    but names the Zip (as cli/bugs.py newest_notes reads it)."""
+    go = which_go()
+    spec = f"{notes_excerpt.MODULE}@{tag}"
+    if go is None:
+        raise notes_excerpt.ZipUnavailable(f"no Go toolchain is on PATH to run `go mod download -json {spec}`")
+    records, problem = go_mod_download([spec], go)
+    zip_path = Path(records[0]["Zip"]) if records and records[0].get("Zip") else None
+    if zip_path is None or not zip_path.is_file():
+        raise notes_excerpt.ZipUnavailable(f"`go mod download -json {spec}` gave none: {problem or 'no Zip'}")
+    return zip_path
 
 
 def _read(path: Path) -> str | None:
@@ -73,20 +102,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Regenerate the docs derived from code: " + ", ".join(DOCS) + ".",
     )
     p.add_argument("--check", action="store_true", help=f"write nothing; exit 1 naming each stale doc and `{FIX}`")
+    p.add_argument(
+        "--notes-zip",
+        type=Path,
+        metavar="ZIP",
+        help=f"record {notes_excerpt.FOLDER} from this k8s.io/kubernetes module zip (even when it is current) "
+        "instead of downloading the zip of the tag it was recorded from",
+    )
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     root = checkout()
-    texts = generate(root)
-    outdated = stale(root, texts)
+    total = len(DOCS) + 1  # and the excerpt
     if args.check:
+        if args.notes_zip is not None:
+            raise BadInput("--check reads no zip", "drop --notes-zip, or --check")
+        outdated = stale(root)
+        reason = excerpt_staleness(root)
         for path in outdated:
-            print(f"stale: {path}")
-        print(f"fix: {FIX}" if outdated else f"{len(DOCS)} derived docs up to date")
+            print(f"stale: {path}" + (f" ({reason})" if path == notes_excerpt.FOLDER else ""))
+        print(f"fix: {FIX}" if outdated else f"{total} derived docs up to date")
         return 1 if outdated else 0
+    if args.notes_zip is not None and not args.notes_zip.is_file():
+        raise BadInput(f"--notes-zip {args.notes_zip} is no file", "give the path `go mod download -json` names as Zip")
+    # The excerpt first: when its zip cannot be had, nothing is written.
+    folder = root / notes_excerpt.FOLDER
+    excerpt = notes_excerpt.update(folder, bugtable.KNOWN_BUGS, module_zip, args.notes_zip)
+    texts = generate(root)
+    outdated = [path for path in stale(root, texts) if path != notes_excerpt.FOLDER]
     for path in outdated:
         (root / path).write_text(texts[path], encoding="utf-8")
         print(f"wrote {path}")
-    print(f"{len(DOCS) - len(outdated)} of {len(DOCS)} derived docs were up to date")
+    if excerpt is not None:
+        notes_excerpt.write(folder, excerpt)
+        print(f"wrote {notes_excerpt.FOLDER}/ (from the k8s.io/kubernetes {notes_excerpt.recorded_tag(folder)} zip)")
+    written = len(outdated) + (excerpt is not None)
+    print(f"{total - written} of {total} derived docs were up to date")
     return 0
