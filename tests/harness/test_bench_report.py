@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from PIL import Image
 
 
 def one_suite_run(workers: int) -> dict:
@@ -17,7 +18,8 @@ def test_a_report_written_before_the_end_says_it_is_incomplete(bench_run, tmp_pa
     written = json.loads((tmp_path / "bench-x.json").read_text())
     assert written["complete"] is False
     assert [run["workers"] for run in written["suite"]] == [1]
-    assert (tmp_path / "bench-x.png").stat().st_size > 0
+    with Image.open(tmp_path / "bench-x.png") as figure:
+        assert figure.format == "PNG" and figure.width > 0 and figure.height > 0
 
 
 def test_the_last_write_replaces_the_partial_one(bench_run, tmp_path):
