@@ -179,6 +179,10 @@ def test_the_fetcher_names_what_it_ran(monkeypatch, tmp_path):
     with pytest.raises(notes_excerpt.ZipUnavailable) as unavailable:
         docs.module_zip(TAG)
     assert str(unavailable.value) == f"`go mod download -json k8s.io/kubernetes@{TAG}` gave none: {refused}"
+    off = f"k8s.io/kubernetes@{TAG}: k8s.io/kubernetes@{TAG}: module lookup disabled by GOPROXY=off"
+    monkeypatch.setattr(docs, "go_mod_download", lambda specs, go: ([{"Error": off}], off))
+    with pytest.raises(notes_excerpt.ZipUnavailable, match=f"gave none: k8s.io/kubernetes@{TAG}: module lookup"):
+        docs.module_zip(TAG)
     # a zip whose go.mod needs a newer Go: the record's Error, and its Zip all the same
     zip_path = module_zip(tmp_path / f"{TAG}.zip")
     too_new = f"k8s.io/kubernetes@{TAG} requires go >= 1.27.0 (running go 1.26.8; GOTOOLCHAIN=local)"

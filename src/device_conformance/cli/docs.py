@@ -87,7 +87,9 @@ def module_zip(tag: str) -> Path:
     records, problem = go_mod_download([spec], go)
     zip_path = Path(records[0]["Zip"]) if records and records[0].get("Zip") else None
     if zip_path is None or not zip_path.is_file():
-        raise notes_excerpt.ZipUnavailable(f"`go mod download -json {spec}` gave none: {problem or 'no Zip'}")
+        # go's own Error often starts with the spec that go_mod_download puts before it
+        problem = (problem or "no Zip").replace(f"{spec}: {spec}: ", f"{spec}: ")
+        raise notes_excerpt.ZipUnavailable(f"`go mod download -json {spec}` gave none: {problem}")
     return zip_path
 
 
