@@ -6,13 +6,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 PROVIDER ?=
 K8S_VERSION ?=
-# A Kubernetes source tree to build the binaries from (README.md, "Testing a patched kubelet").
+# A Kubernetes source tree to build the binaries from (docs/patched-kubelet.md).
 K8S_SOURCE ?=
 PYTEST_ARGS ?=
-# xdist workers for `make e2e`, one cluster each: auto = cores + 1 bounded by memory (README, "Parallel
+# xdist workers for `make e2e`, one cluster each: auto = cores + 1 bounded by memory (docs/running.md, "Parallel
 # runs"); a number overrides it, 0 runs without xdist. A -n in PYTEST_ARGS wins (it comes later).
 E2E_WORKERS ?= auto
-# An older kubelet under the K8S_VERSION control plane (README, "KUBELET_VERSION"); only its kubelet is built.
+# An older kubelet under the K8S_VERSION control plane (docs/versions.md, "KUBELET_VERSION"); only its kubelet is built.
 KUBELET_VERSION ?=
 K8S_ARGS = $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) $(if $(K8S_SOURCE),--k8s-source $(K8S_SOURCE)) \
   $(if $(KUBELET_VERSION),--kubelet-version $(KUBELET_VERSION))
@@ -93,7 +93,7 @@ certify-upstream: setup
 	$(BIN)/device-conformance certify summary $(addprefix $(CERTIFY_OUT)/,$(CERTIFY_REPORTS))
 
 # BENCH_ARGS: e.g. --skip-suite (a quick run without the suite wall times), --workers 1,2, --marks ''.
-# PROVIDER=kind: kind figures next to the local ones (README, "Benchmarks"); both providers are set up.
+# PROVIDER=kind: kind figures next to the local ones (docs/benchmarks.md); both providers are set up.
 BENCH_ARGS ?=
 bench: setup
 ifeq ($(PROVIDER),kind)
@@ -102,13 +102,13 @@ endif
 	$(BIN)/python bench/run.py $(if $(K8S_VERSION),--k8s-version $(K8S_VERSION)) \
 	  $(if $(filter kind,$(PROVIDER)),--provider kind) $(BENCH_ARGS)
 
-# The interruption and crash check (README "Interruption and crash"): SIGINT at 12 points, SIGKILL at 4.
+# The interruption and crash check (docs/providers/local.md, "Interruption and crash"): SIGINT at 12 points, SIGKILL at 4.
 # INTERRUPT_ARGS: e.g. --seed 7, --only kubelet,kill-dra. Results in bench/results/interrupt-<time>.md.
 INTERRUPT_ARGS ?=
 interrupt-check: setup
 	$(BIN)/python bench/interrupt.py $(INTERRUPT_ARGS)
 
-# The flake check (README "Flake check"): the whole suite SOAK_RUNS times in a row, results in bench/results/soak-<time>.md.
+# The flake check (docs/benchmarks.md, "Flake check"): the whole suite SOAK_RUNS times in a row, results in bench/results/soak-<time>.md.
 # SOAK_ARGS: e.g. --marks 'not slow' --workers 2 --stop-on-failure; --neighbour burn:N / --neighbour go-build
 # put CPU load beside each run (stopped with it, its whole process group).
 SOAK_RUNS ?= 10

@@ -1,6 +1,6 @@
 """Benchmarks of the harness on real local clusters: a table on the terminal, JSON and a PNG in bench/results/.
 
-In one run (README, "Benchmarks"):
+In one run (docs/benchmarks.md):
 
 1. bring-up: bring-up to node Ready (cold image cache, then warm; Kubernetes binaries cached in both),
    graceful kubelet restart to node Ready, pod create to Running, device plugin Register to allocatable,

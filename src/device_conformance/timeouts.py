@@ -1,7 +1,7 @@
 """Every limit the suites' waits use, in one place: seconds, each named for what it waits on, with the
 upstream constant or behaviour behind it.
 
-A limit is not how long a step takes (README "Benchmarks": a pod runs in under a second, a registered
+A limit is not how long a step takes (docs/benchmarks.md: a pod runs in under a second, a registered
 plugin's devices reach node status in about 1.5 s) but how long a correct kubelet may take on a loaded
 2-core CI machine before the wait gives up and says what it last saw. Raising one hides slowness,
 lowering one makes a correct kubelet fail: change a value only with the upstream source it rests on.

@@ -110,7 +110,7 @@ class KubeVersion:
         return (self.major, self.minor) >= (1, minor)
 
 
-# The newest release the whole suite has run green on here (README.md, "Which Kubernetes"): 1.37.2 on 2026-11-28,
+# The newest release the whole suite has run green on here (docs/versions.md, "Which Kubernetes"): 1.37.2 on 2026-11-28,
 # every test of suites/, slow ones included, kubernetes#141290's check passing as fixed (CHANGELOG-1.37, v1.37.2,
 # kubernetes#142492). The Go module proxy serves it since 2026-11-27.
 DEFAULT_K8S_VERSION = KubeVersion(1, 37, 2)
@@ -152,7 +152,7 @@ MATRIX_VERSIONS: tuple[KubeVersion, ...] = (
 # (2026-11-24). They run the device-plugin and smoke suites
 # only: every DRA test skips (1.27-1.30 serve only resource.k8s.io/v1alpha2, classic DRA, which the suites'
 # objects do not fit; FIRST_DRA_MINOR) and every taints test (FIRST_DEVICE_TAINTS_MINOR), so they are not in
-# `make matrix`; `device-conformance matrix --versions 1.28.15,1.29.15,1.30.14` runs them (README.md).
+# `make matrix`; `device-conformance matrix --versions 1.28.15,1.29.15,1.30.14` runs them (docs/versions.md).
 OLDER_VERSIONS: tuple[KubeVersion, ...] = (
     KubeVersion(1, 28, 15),
     KubeVersion(1, 29, 15),

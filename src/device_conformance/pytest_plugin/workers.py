@@ -22,7 +22,7 @@ run's own start) costs nothing. Not the load average: it trails the last minute,
 after a build or another test step (`.ci/run` runs `make test` just before) would count work already done.
 The 1-minute load is still printed, for the record. An idle machine keeps the answer it had.
 
-E2E_WORKERS=N (0: no xdist) overrides the rule (README, "Parallel runs"); a cluster every worker would share
+E2E_WORKERS=N (0: no xdist) overrides the rule (docs/running.md, "Parallel runs"); a cluster every worker would share
 (--provider existing, --kind-cluster) gets 1, since its tests run in turn anyway (xdist_groups.py).
 """
 

@@ -57,7 +57,7 @@ def setup_kind(version: KubeVersion, *, install_packages: bool = True, image: st
         print(
             f"privileged containers: this host's capability bounding set lacks {', '.join(missing)}; the private "
             "dockerd runs containers through a runc wrapper that drops them (an engine of yours needs the same, "
-            "see README.md, 'kind on hosts with a reduced capability bounding set')"
+            "see docs/providers/kind.md, 'kind on hosts with a reduced capability bounding set')"
         )
     if install_packages and os.geteuid() == 0 and (raised := preflight.raise_inotify_limits()):
         # kind's known-issues.md: several clusters at once (-n 2) need these; set until the next boot.
