@@ -2,6 +2,7 @@
 
 import base64
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -214,15 +215,62 @@ def test_alloc_resp_all_fields_round_trip():
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        (b"\x0a\x10\x0a", "runs past the end"),
-        (b"\x0b", "wire type 3"),
-        (b"\x0a\x02\x0a\x80", "truncated varint"),
-        (b"\x2a\x03\x0a\x01\xff", "not valid UTF-8"),
+        (b"\x0a\x10\x0a", "corrupt"),  # a length past the end
+        (b"\x0b", "corrupt"),  # a group that never ends
+        (b"\x0a\x02\x0a\x80", "corrupt"),  # a truncated varint
+        (b"\x2a\x03\x0a\x01\xff", "UTF-8"),
+        # A DeviceSpec.host_path that is not UTF-8, then one that is: the first already fails.
+        (bytes.fromhex("1a0c0a02c3a91201e31203613d62"), "UTF-8"),
     ],
 )
 def test_undecodable_alloc_resp_raises(raw, message):
-    with pytest.raises(allocresp.ProtoError, match=message):
+    with pytest.raises(allocresp.ProtoError, match=f"ContainerAllocateResponse.*{message}"):
         allocresp.decode_alloc_resp(raw)
+
+
+def _recorded_alloc_resps():
+    """Every AllocResp of the recorded checkpoints (the Go vectors, the reference files above) that is base64 as
+    encoding/json reads it; the vectors of bad base64 are the JSON readers' tests."""
+    files = [_bytes(v) for v in GO] + [text.encode() for *_, text in REFERENCE_CHECKPOINTS]
+    found = {}
+    for data in files:
+        for match in re.finditer(
+            rb'"AllocResp":"((?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?)"', data
+        ):
+            found[match.group(1).decode()] = base64.b64decode(match.group(1))
+    return found
+
+
+def test_every_recorded_alloc_resp_reencodes_byte_for_byte():
+    recorded = _recorded_alloc_resps()
+    decoded = {}
+    for name, raw in recorded.items():
+        try:
+            decoded[name] = allocresp.decode_alloc_resp(raw)
+        except allocresp.ProtoError:
+            continue
+        assert allocresp.encode_alloc_resp(decoded[name]) == raw, name
+    # Two vectors hold bytes that are no protobuf (AQI=, AP+ACg==: field number 0); the rest decode.
+    assert len(decoded) >= 3 and set(recorded) - set(decoded) == {"AQI=", "AP+ACg=="}
+
+
+def test_alloc_resp_reads_as_the_1_34_kubelet_does():
+    """What proto.Unmarshal (google.golang.org/protobuf, k8s.io/kubelet v0.37.1) gave for these bytes."""
+    # Mounts then a varint where Devices (3) is a message: kept as an unknown field, not an error.
+    raw = bytes.fromhex("12090a03415f421202c3a9180122070a001203415f42")
+    assert allocresp.decode_alloc_resp(raw) == allocresp.ContainerAllocateResponse(
+        mounts=[allocresp.Mount("A_B", "é")], annotations={"": "A_B"}
+    )
+    assert allocresp.decode_alloc_resp(bytes.fromhex("0b0c")) == allocresp.ContainerAllocateResponse()
+
+
+def test_alloc_resp_round_trips_keys_that_prefix_each_other():
+    resp = allocresp.ContainerAllocateResponse(
+        envs={"GPU": "0", "GPU_IDS": "1", "": ""}, annotations={"a": "", "a=b": "2"}
+    )
+    raw = allocresp.encode_alloc_resp(resp)
+    assert allocresp.decode_alloc_resp(raw) == resp
+    assert allocresp.encode_alloc_resp(allocresp.decode_alloc_resp(raw)) == raw
 
 
 def test_alloc_resp_skips_unknown_fields():
