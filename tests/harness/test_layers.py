@@ -76,3 +76,49 @@ def test_the_check_finds_a_forbidden_import(tmp_path):
     found = [line for line, _ in imported_modules(module)]
     assert found == [1, 1, 2]
     assert violations([module], ("device_conformance.cli",)) == [f"{module}:1 imports device_conformance.cli"]
+
+
+def unlayered(package: Path, layered: set[str]) -> list[str]:
+    """The package's modules in no layer: each top-level module or subpackage must be named, or each of its
+    modules at the next level (as wait.core, wait.kube ... are)."""
+    missing = []
+    for path in sorted(package.iterdir()):
+        name = path.stem if path.suffix == ".py" else path.name
+        if (
+            name.startswith("_")
+            or name == "__pycache__"
+            or not (path.suffix == ".py" or (path / "__init__.py").exists())
+        ):
+            continue
+        dotted = f"device_conformance.{name}"
+        if dotted in layered:
+            continue
+        if path.is_dir() and (inner := [f"{dotted}.{p.stem}" for p in path.glob("*.py") if p.stem != "__init__"]):
+            missing += [module for module in inner if module not in layered]
+        else:
+            missing.append(dotted)
+    return missing
+
+
+def test_every_module_of_the_package_is_in_a_layer():
+    from device_conformance.cli import layers_doc
+
+    layered = {m for layer in layers_doc.layers((ROOT / "pyproject.toml").read_text()) for m in layer.modules}
+    assert unlayered(SRC, layered) == [], "add them to a layer of pyproject.toml's [tool.importlinter] contract"
+
+
+def test_the_layer_check_finds_a_module_in_no_layer(tmp_path):
+    (tmp_path / "loose.py").write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "split").mkdir()
+    (tmp_path / "split" / "__init__.py").write_text("")
+    (tmp_path / "split" / "a.py").write_text("")
+    (tmp_path / "split" / "b.py").write_text("")
+    (tmp_path / "data").mkdir()  # a data folder (no __init__.py) is not a module
+    layered = {"device_conformance.split.a"}
+    assert unlayered(tmp_path, layered) == [
+        "device_conformance.loose",
+        "device_conformance.pkg",
+        "device_conformance.split.b",
+    ]

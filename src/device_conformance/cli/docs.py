@@ -19,7 +19,7 @@ from types import ModuleType
 
 import device_conformance
 from device_conformance.certify import clauses
-from device_conformance.cli import suites_table
+from device_conformance.cli import layers_doc, suites_table
 from device_conformance.cli.scenarios import collect, render, table
 from device_conformance.errors import BadInput
 from device_conformance.expectations import bugtable, notes_excerpt
@@ -47,6 +47,8 @@ DOCS: dict[str, Callable[[Path], str]] = {
     "docs/bad-input.md": lambda root: _bad_input_rows(root).markdown(),
     # Only the Suites table's counts; its rows are written by hand (cli/suites_table.py).
     "README.md": suites_table.readme,
+    # Only the layer list, from pyproject.toml's import-linter contract (cli/layers_doc.py).
+    "docs/architecture.md": layers_doc.architecture,
 }
 
 
