@@ -57,6 +57,31 @@ def _settings(args: argparse.Namespace, provider: str | None = None) -> Settings
 
 
 def _setup(args: argparse.Namespace) -> int:
+    return setup_for(
+        provider=args.provider,
+        k8s_version=args.k8s_version,
+        k8s_source=args.k8s_source,
+        kubelet_version=args.kubelet_version,
+        install_packages=not args.no_packages,
+    )
+
+
+def setup_for(
+    *,
+    provider: str | None,
+    k8s_version: str | None,
+    k8s_source: str | None = None,
+    kubelet_version: str | None = None,
+    install_packages: bool = True,
+) -> int:
+    """`device-conformance setup` for these knobs (None: the environment's or the default)."""
+    args = argparse.Namespace(
+        provider=provider,
+        k8s_version=k8s_version,
+        k8s_source=k8s_source,
+        kubelet_version=kubelet_version,
+        no_packages=not install_packages,
+    )
     settings = _settings(args)
     version = settings.k8s_version.value
     if settings.provider.value == "kind":

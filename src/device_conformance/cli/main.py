@@ -23,6 +23,7 @@ VERB_MODULES = [
     "device_conformance.cli.certify",
     "device_conformance.cli.node_agent",
     "device_conformance.cli.docs",
+    "device_conformance.cli.e2e",
 ]
 
 
@@ -38,7 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # A verb that passes other arguments on (e2e: to pytest) takes what the parser does not know, in order.
+    args, unknown = parser.parse_known_args(argv)
+    if unknown and not getattr(args, "passes_unknown_arguments", False):
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if unknown:
+        args.pytest_args = [*args.pytest_args, *unknown]
     try:
         return int(args.func(args) or 0)
     except ConformanceError as exc:
