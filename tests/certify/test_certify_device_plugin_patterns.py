@@ -124,3 +124,18 @@ def test_a_registered_endpoint_longer_than_sun_path_fails_dp_reg_endpoint_naming
         f"the endpoint {plugin_root}/{endpoint} is 108 bytes, over sun_path's 107 (unix(7)): a plugin cannot bind "
         "it (bind: invalid argument) and the kubelet cannot dial it (client.go dial)",
     )
+
+
+def test_the_catalogues_pattern_tables_name_only_real_clauses_and_patterns():
+    from device_conformance.certify.clauses import DEVICE_PLUGIN_PATTERNS_PASSED, DRA_PATTERNS_PASSED
+    from device_conformance.fakes.device_plugin.config import PATTERNS as DP_PATTERNS
+    from device_conformance.fakes.dra_driver.config import PATTERNS as DRA_PATTERNS
+
+    for table, kind, patterns in (
+        (DEVICE_PLUGIN_PATTERNS_PASSED, "DP-", DP_PATTERNS),
+        (DRA_PATTERNS_PASSED, "DRA-", DRA_PATTERNS),
+    ):
+        assert all(clause in BY_ID and clause.startswith(kind) for clause in table), sorted(table)
+        named = {p for text in table.values() for p in re.findall(r"`([a-z-]+)`", text)}
+        assert named <= set(patterns), named - set(patterns)
+        assert set(patterns) <= named, f"a pattern no clause row names: {set(patterns) - named}"

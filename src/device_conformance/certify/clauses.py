@@ -284,6 +284,20 @@ DRA_PATTERNS_PASSED: dict[str, str] = {
     "DRA-SLICES": "`serve-after-notify` (publishes after the notification: polled for, needs --kubeconfig)",
 }
 
+# Behaviours of real device plugins the API allows, each a pattern of our fake (fakes/device_plugin/config.py
+# PATTERNS, tests/certify/test_certify_device_plugin_patterns.py), and the clauses they pass on account of it.
+DEVICE_PLUGIN_PATTERNS_PASSED: dict[str, str] = {
+    "DP-REG-ENDPOINT": "`long-socket-name` (a 60-character endpoint: judged by the kubelet's own path within sun_path, "
+    "not the test host's)",
+    "DP-LAW-FIRST": "`list-empty-then-full` (an empty first response, the full list a moment later: judged on the "
+    "settled list, as the kubelet replaces the device set with each response)",
+    "DP-LAW-STABLE": "`list-empty-then-full` (both streams settle on the same IDs)",
+    "DP-ALLOC": "`list-empty-then-full` (judged, not NOT APPLICABLE: the settled list has devices)",
+    "DP-ALLOC-MULTI": "`list-empty-then-full`",
+    "DP-PREFERRED": "`list-empty-then-full`",
+    "DP-CONCURRENT": "`list-empty-then-full`",
+}
+
 
 def markdown() -> str:
     """docs/certify-clauses.md: the whole catalogue, one table per kind of subject."""
@@ -296,6 +310,7 @@ def markdown() -> str:
     for title, clauses in (("Device plugin", DEVICE_PLUGIN_CLAUSES), ("DRA driver", DRA_DRIVER_CLAUSES)):
         out += ["", f"## {title}", "", "| ID | Clause | Rule | Source |", "|---|---|---|---|"]
         out += [f"| {c.id} | {c.title} | {c.rule} | {c.source} |" for c in clauses]
-    out += ["", "## DRA driver: real-world patterns each clause passes", "", "| ID | Patterns |", "|---|---|"]
-    out += [f"| {clause} | {patterns} |" for clause, patterns in DRA_PATTERNS_PASSED.items()]
+    for title, passed in (("Device plugin", DEVICE_PLUGIN_PATTERNS_PASSED), ("DRA driver", DRA_PATTERNS_PASSED)):
+        out += ["", f"## {title}: real-world patterns each clause passes", "", "| ID | Patterns |", "|---|---|"]
+        out += [f"| {clause} | {patterns} |" for clause, patterns in passed.items()]
     return "\n".join(out) + "\n"
