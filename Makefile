@@ -50,11 +50,11 @@ docs: venv
 	$(BIN)/device-conformance docs
 
 # Also the workflows under .github/workflows, with actionlint (built into the cache with `go install` on first
-# use: tests/harness/test_workflow_lint.py, which `make test` runs too).
+# use: tests/repo/test_workflow_lint.py, which `make test` runs too).
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest tests/harness/test_workflow_lint.py -q -p no:cacheprovider
+	$(BIN)/pytest tests/repo/test_workflow_lint.py -q -p no:cacheprovider
 
 protos: venv
 	find src/device_conformance/protos -name '*.proto' -print0 | xargs -0 \

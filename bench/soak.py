@@ -98,7 +98,7 @@ def junit_outcomes(path: Path) -> tuple[dict[str, int], list[str]]:
 
 
 # The closing section pytest_plugin/bringup_report.py writes (its SECTION; bench/ may not import the plugin, and
-# tests/harness/test_soak.py holds the two equal), one line per worker outcome after its failed bring-ups.
+# tests/bench/test_soak.py holds the two equal), one line per worker outcome after its failed bring-ups.
 SECTION = "cluster bring-ups that failed"
 _RECOVERED = re.compile(r"^(\w+): cluster up at bring-up (\d+); the worker went on$")
 _GAVE_UP = re.compile(r"^(\w+): gave up on its cluster;")

@@ -7,7 +7,7 @@ subject starts (the local provider runs it as a host process, like our fakes; th
 the node's kubelet directories). `upstream:<name>` names one of upstream's own subjects, built from the Go
 module of the version under test (certify/upstream.py).
 
-Pure parsing and substitution here (no process, no cluster): tests/harness/test_vendor_spec.py.
+Pure parsing and substitution here (no process, no cluster): tests/test_vendor_spec.py.
 """
 
 from __future__ import annotations

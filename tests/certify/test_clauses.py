@@ -1,5 +1,5 @@
 """The clause catalogue: unique IDs, every clause with a rule and an upstream source (docs/certify-clauses.md is
-checked with the other derived docs: tests/harness/test_derived_docs.py)."""
+checked with the other derived docs: tests/repo/test_derived_docs.py)."""
 
 from device_conformance.certify.clauses import BY_ID, DEVICE_PLUGIN_CLAUSES, DRA_DRIVER_CLAUSES
 

@@ -4,7 +4,7 @@ DOCS is the one list of derived docs: a path in the checkout and the function gi
 derived doc is one entry. Besides them, the recorded excerpt of upstream's release notes (expectations/notes_excerpt.py)
 is derived from the bug data and a module zip: stale when recorded for other bug numbers than KNOWN_BUGS names, it is
 recorded again from the zip of the same tag (`go mod download`; --notes-zip gives one). `--check` never downloads.
-tests/harness/test_derived_docs.py runs the check in `make test`.
+tests/repo/test_derived_docs.py runs the check in `make test`.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ FIX = "make docs"
 
 
 def _bad_input_rows(root: Path) -> ModuleType:
-    """tests/harness/bad_input_rows.py: the rows are test data (the test runs each), so they stay in tests/."""
+    """tests/repo/bad_input_rows.py: the rows are test data (the test runs each), so they stay in tests/."""
     name = "_derived_docs_bad_input_rows"
-    spec = importlib.util.spec_from_file_location(name, root / "tests" / "harness" / "bad_input_rows.py")
+    spec = importlib.util.spec_from_file_location(name, root / "tests" / "repo" / "bad_input_rows.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # its dataclasses look their module up by name

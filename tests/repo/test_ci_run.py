@@ -15,7 +15,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CI_RUN = ROOT / ".ci" / "run"
 
-# The 14 tests CI runs on kind (docs/providers/kind.md, "CI on kind"): all of suites/smoke plus one device-plugin, two DRA and one taint path.
+# The 14 tests CI runs on kind (docs/providers/kind.md, "CI on kind"): all of suites/smoke plus one device-plugin,
+# two DRA and one taint path.
 EXPECTED = {
     "suites/device_plugin/test_kubelet_restart.py::test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters",
     "suites/device_plugin/test_registration.py::test_registered_plugin_devices_become_capacity_and_allocatable",

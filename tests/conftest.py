@@ -1,4 +1,10 @@
-"""Fixtures shared by the harness's unit tests."""
+"""Shared by every test under tests/ (the layout: tests/README.md).
+
+The folders under tests/ are not packages: pytest's default import mode puts a test file's folder on
+sys.path and imports the file by its name. The helpers more than one folder uses live in tests/helpers/,
+put on sys.path here, so a test imports them by name (`from fake_k8s_tree import source_tree`).
+bench/run.py and bench/soak.py load as modules for tests/bench/ and tests/repo/test_ci_run.py.
+"""
 
 import importlib.util
 import sys
@@ -6,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-# tests/kind is on sys.path (pytest's default rootdir-relative import of test directories).
+# This folder is on sys.path (pytest's default prepend import mode; tests/README.md).
 from node_images import (
     BUSYBOX,
     FAKE_NODE_IMAGE,

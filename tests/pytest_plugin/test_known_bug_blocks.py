@@ -1,7 +1,7 @@
 """Known-bug blocks: only the check where the bug shows is the expected failure (pytester runs)."""
 
 import pytest
-from test_declarative_markers import AFFECTED, FIXED, ROLLOUT_BUG, run
+from declared_runs import AFFECTED, FIXED, ROLLOUT_BUG, run
 
 pytest_plugins = ["pytester"]
 

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 
 import pytest
+from declared_runs import AFFECTED, ROLLOUT_BUG
 from fake_k8s_tree import source_tree
-from test_declarative_markers import AFFECTED, ROLLOUT_BUG
 
 from device_conformance.expectations.behaviour import CONTROLLER_MANAGER, KUBELET, ClusterVersions, expected_failure
 from device_conformance.expectations.deviceplugin import PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE as BUG

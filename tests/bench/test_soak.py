@@ -85,7 +85,7 @@ def test_the_table_lists_every_run_then_the_failures_and_leftovers(soak):
 
 
 def test_a_retried_bring_up_is_read_from_the_runs_closing_section(soak):
-    # The lines pytest_plugin/bringup_report.py writes (tests/harness/test_cluster_bringup_retry.py runs it).
+    # The lines pytest_plugin/bringup_report.py writes (tests/fixtures/test_cluster_bringup_retry.py runs it).
     output = "\n".join(
         [
             "[device-conformance] gw0: cluster bring-up 1 of 2 failed after 3.0 s: etcd did not answer",

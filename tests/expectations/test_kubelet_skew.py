@@ -2,7 +2,7 @@
 judged by the release of the component they live in."""
 
 import pytest
-from test_declarative_markers import run
+from declared_runs import run
 
 from device_conformance.errors import BadInput
 from device_conformance.expectations import dra

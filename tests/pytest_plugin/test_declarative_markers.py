@@ -8,34 +8,9 @@ import json
 import xml.etree.ElementTree as ET
 
 import pytest
+from declared_runs import AFFECTED, FIXED, ROLLOUT_BUG, run
 
 pytest_plugins = ["pytester"]
-
-AFFECTED = "1.35.4"  # PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE: since 1.10, fixed in 1.37.0 by kubernetes#135437
-FIXED = "1.37.0"
-
-ROLLOUT_BUG = "from device_conformance.expectations.deviceplugin import PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE as BUG\n"
-
-
-def run(pytester, version, source, *args):
-    """Run `source` as a test module with kube_version fixed at `version`."""
-    pytester.makeconftest(
-        f"""
-import pytest
-from device_conformance.expectations.versions import KubeVersion
-
-@pytest.fixture(scope="session")
-def kube_version():
-    return KubeVersion.parse({version!r})
-
-@pytest.fixture(scope="session")
-def control_plane_version(kube_version):
-    return kube_version
-"""
-    )
-    pytester.makepyfile(test_declared=source)
-    return pytester.runpytest("--strict-markers", "-p", "no:cacheprovider", "-rsxX", *args)
-
 
 SINCE_136 = """
 import pytest

@@ -51,7 +51,7 @@ def test_load_reads_the_file_under_the_root_and_nothing_without_it(tmp_path):
 
 def test_the_committed_durations_name_only_tests_that_exist():
     """A renamed or deleted test leaves a stale entry: `make durations` after a whole run writes the file anew."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]
     stale = []
     for nodeid in suite_durations.load(root):
         path, name = nodeid.split("::", 1)
