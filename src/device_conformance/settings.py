@@ -30,7 +30,6 @@ from device_conformance.expectations.versions import (
 from device_conformance.toolchain import containerd
 from device_conformance.toolchain.source_tree import VERSION_FILE, tree_version
 
-PROVIDERS = ("local", "kind", "existing")
 T = TypeVar("T")
 
 # What the local provider's --v and kind's logging.verbosity were before the knob: tests read lines the kubelet
@@ -73,6 +72,111 @@ _REFUSED_GATE = re.compile(
     r"|(?P<dependent>[A-Za-z0-9]+) is enabled, but depends on features that are disabled: \[(?P<deps>[A-Za-z0-9 ]*)\]"
 )
 _UNKNOWN_FLAG = re.compile(r"unknown flag: --(?P<name>[a-z0-9-]+)")
+
+
+@dataclass(frozen=True)
+class ProviderCapabilities:
+    """What a provider can do, as the settings, the plugin, the fixtures and the CLI ask it: every question they
+    used to answer by comparing the provider's name. The table lives here, not in providers/, because settings sit
+    below the providers in the layer contract (pyproject.toml) and validate the knobs against it; the provider's
+    code is named by dotted path ("module:function") and imported only when used (providers.load)."""
+
+    # "module:function" making the Provider from the resolved Settings: (settings, *, log, artifacts) -> Provider.
+    make: str
+    # "module:function" doing `device-conformance setup` for it: (settings, *, install_packages) -> exit status;
+    # None: nothing to set up (the cluster is there already, as `make setup PROVIDER=existing`).
+    setup: str | None
+    # Where the Kubernetes under test comes from, as the report header says it: "host binaries" (the cache,
+    # K8S_BIN_DIR, or built from K8S_SOURCE, so a source tree and a kubelet of another release can be given),
+    # "node image" (kind runs what its image holds), "the cluster" (read from it: kube/versions.read_versions).
+    kubernetes_from: Literal["host binaries", "node image", "the cluster"]
+    # Brings up clusters of its own (one per xdist worker) and starts their components, so the component knobs
+    # apply; False: one cluster given by --kubeconfig that every worker shares, configured as it was set up.
+    brings_up_clusters: bool
+    # --kind-cluster NAME reuses one of its clusters as it was created (then every worker shares it).
+    reuses_named_cluster: bool
+    # Its nodes are containers of a Docker engine: the controller owns the engine and checks the prerequisites
+    # before xdist spawns workers (pytest_plugin/provider_preflight.py).
+    nodes_in_docker: bool
+    # Its nodes see a host directory at the same path (kind binds one into every node) for files the kubelet
+    # hands to containers; a cluster the suite did not create may lack it (fixtures/cluster.node_tmp_path).
+    binds_shared_dir: bool
+    # Node access only through the suite's node agent on the nodes the user allows (--allow-node-disruption,
+    # --node-agent-image; providers/agent/): local and kind nodes are the suite's own.
+    node_agent: bool
+    # The node's kubelet binary can be swapped for an older one (the upgrade tests): not through the node agent.
+    swaps_kubelet: bool
+    # The node's paths are on this host, so the vendor's subject can run as a host process (--vendor-command).
+    vendor_command_on_host: bool
+    # The vendor's subject can be a DaemonSet driven through the provider's node control (--vendor-daemonset).
+    vendor_daemonset: bool
+    # Images built here can be loaded into its nodes (upstream's subject as a DaemonSet of an image built here).
+    loads_local_images: bool
+    # xdist workers `-n auto` starts: floor(per_spare_core x spare cores) + extra (pytest_plugin/workers.py says
+    # how these were measured).
+    workers_per_spare_core: int
+    extra_workers: int
+
+    @property
+    def runs_host_binaries(self) -> bool:
+        """K8S_SOURCE and KUBELET_VERSION apply: the nodes run Kubernetes binaries from this host."""
+        return self.kubernetes_from == "host binaries"
+
+
+PROVIDER_CAPABILITIES: dict[str, ProviderCapabilities] = {
+    "local": ProviderCapabilities(
+        make="device_conformance.providers.local.provider:from_settings",
+        setup="device_conformance.providers.local.setup:from_settings",
+        kubernetes_from="host binaries",
+        brings_up_clusters=True,
+        reuses_named_cluster=False,
+        nodes_in_docker=False,
+        binds_shared_dir=False,  # the kubelet runs on this host: a test's tmp_path is the node's path already
+        node_agent=False,
+        swaps_kubelet=True,
+        vendor_command_on_host=True,
+        vendor_daemonset=False,  # no node control for a DaemonSet's pods: --vendor-command instead
+        loads_local_images=True,  # `ctr images import` into its containerd (providers/local/cluster.py)
+        # A local cluster is host processes that mostly wait on the kubelet: a quarter of a core each.
+        workers_per_spare_core=4,
+        extra_workers=0,
+    ),
+    "kind": ProviderCapabilities(
+        make="device_conformance.providers.kind.provider:from_settings",
+        setup="device_conformance.providers.kind.setup:from_settings",
+        kubernetes_from="node image",
+        brings_up_clusters=True,
+        reuses_named_cluster=True,
+        nodes_in_docker=True,
+        binds_shared_dir=True,
+        node_agent=False,
+        swaps_kubelet=True,
+        vendor_command_on_host=False,  # the node's paths are inside its container
+        vendor_daemonset=True,
+        loads_local_images=True,  # `kind load image-archive` (providers/kind/provider.py)
+        # A kind node (systemd, containerd, control plane in a container) costs more at rest: a core each, plus one.
+        workers_per_spare_core=1,
+        extra_workers=1,
+    ),
+    "existing": ProviderCapabilities(
+        make="device_conformance.providers.existing:from_settings",
+        setup=None,
+        kubernetes_from="the cluster",
+        brings_up_clusters=False,
+        reuses_named_cluster=False,
+        nodes_in_docker=False,
+        binds_shared_dir=False,
+        node_agent=True,
+        swaps_kubelet=False,
+        vendor_command_on_host=False,
+        vendor_daemonset=True,  # through the node agent (--allow-node-disruption)
+        loads_local_images=False,  # the suite pushes no image to the cluster's registry
+        workers_per_spare_core=1,  # the workers share the one cluster, its tests in turn (xdist_groups.py)
+        extra_workers=1,
+    ),
+}
+# The --provider choices, in the order messages list them.
+PROVIDERS = tuple(PROVIDER_CAPABILITIES)
 
 
 @dataclass(frozen=True)
@@ -419,6 +523,11 @@ class Settings:
     kubelet_args: Setting[tuple[str, ...]] = Setting((), Source("default"))
     kubelet_config: Setting[Mapping[str, object]] = Setting({}, Source("default"))
 
+    @property
+    def capabilities(self) -> ProviderCapabilities:
+        """What the chosen provider can do (resolve() accepts only names in PROVIDER_CAPABILITIES)."""
+        return PROVIDER_CAPABILITIES[self.provider.value]
+
     def component_knobs(self) -> ComponentKnobs:
         return ComponentKnobs(
             kubelet_verbosity=self.kubelet_verbosity.value,
@@ -504,9 +613,10 @@ class _Resolver:
         version = self.k8s_version(source)
         kubeconfig = self.kubeconfig()
         provider = self.provider(kubeconfig)
-        if provider.value == "existing":
+        can = PROVIDER_CAPABILITIES[provider.value]
+        if not can.brings_up_clusters:
             kubeconfig = self.existing_kubeconfig(provider, kubeconfig)
-        if source.value is not None and provider.value != "local":
+        if source.value is not None and not can.runs_host_binaries:
             raise BadInput(
                 f"{source.source.shows(str(source.value))} builds binaries for the local provider, "
                 f"but the provider is {provider}",
@@ -565,17 +675,18 @@ class _Resolver:
         }
         given = [setting for setting in knobs.values() if setting.source != DEFAULT]
         reused, reused_source = self.raw("kind_cluster")
-        if given and provider.value == "kind" and reused is not None:
+        can = PROVIDER_CAPABILITIES[provider.value]
+        if given and can.reuses_named_cluster and reused is not None:
             raise BadInput(
                 f"{_shown(given[0])} configures the components of the cluster the suite creates, and "
                 f"{reused_source.shows(reused)} reuses a kind cluster that runs as it was created",
                 f"drop the kind cluster to have one created with the knobs, or recreate yours with them; "
                 f"{given[0].source.undo()}",
             )
-        if given and provider.value == "existing":
+        if given and not can.brings_up_clusters:
             raise BadInput(
                 f"{_shown(given[0])} configures the components the suite starts, and provider "
-                f"existing ({provider.source}) starts none: the cluster runs as it was set up",
+                f"{provider.value} ({provider.source}) starts none: the cluster runs as it was set up",
                 f"configure the cluster's kubelet yourself, or use --provider local or kind; {given[0].source.undo()}",
             )
         return knobs
@@ -730,7 +841,7 @@ class _Resolver:
             return kubelet
         shown, undo = kubelet.source.shows(str(kubelet.value)), kubelet.source.undo()
         plane = f"the control plane's {version.value} ({version.source})"
-        if provider.value != "local":
+        if not PROVIDER_CAPABILITIES[provider.value].runs_host_binaries:
             raise BadInput(
                 f"{shown} differs from {plane}, and only the local provider runs a kubelet of another release "
                 f"(provider {provider})",
@@ -774,21 +885,22 @@ class _Resolver:
         spec = vendor_spec.parse(*(text for text, _ in raw.values()))
         if spec is None:
             return Setting(None, DEFAULT)
-        if spec.daemonset and provider.value not in ("kind", "existing"):
+        can = PROVIDER_CAPABILITIES[provider.value]
+        if spec.daemonset and not can.vendor_daemonset:
             raise BadInput(
                 f"--vendor-daemonset {spec.daemonset} drives the subject's DaemonSet through the provider's node "
                 f"control (kind, or an existing cluster's node agent); the provider is {provider}",
                 "use --provider kind, or --provider existing with --allow-node-disruption NODE "
                 "(on --provider local pass --vendor-command)",
             )
-        if spec.daemonset and spec.upstream is not None and provider.value == "existing":
+        if spec.daemonset and spec.upstream is not None and not can.loads_local_images:
             raise BadInput(
                 f"--vendor-daemonset {spec.daemonset} deploys upstream's subject from an image built here, which "
                 "only kind nodes can be loaded with by the suite",
                 "deploy the subject on your cluster yourself (its manifest: "
                 "src/device_conformance/vendor_manifests/<name>.yaml) and pass --vendor-daemonset NAMESPACE/NAME",
             )
-        if not spec.daemonset and provider.value != "local":
+        if not spec.daemonset and not can.vendor_command_on_host:
             raise BadInput(
                 f"{spec.option} runs the subject as a process on the host with the node's paths, which only the "
                 f"local provider has; the provider is {provider}",
@@ -804,7 +916,7 @@ class _Resolver:
         if text is None:
             return Setting(None, DEFAULT)
         shown = source.shows(text)
-        if provider.value != "existing":
+        if not PROVIDER_CAPABILITIES[provider.value].node_agent:
             raise BadInput(
                 f"{shown} deploys the node agent on an existing cluster; the provider is {provider}",
                 f"use --provider existing --kubeconfig PATH (local and kind nodes need no agent), {source.undo()}",
@@ -823,7 +935,7 @@ class _Resolver:
 
     def node_agent_image(self, provider: Setting[str]) -> Setting[str | None]:
         text, source = self.raw("node_agent_image")
-        if text is not None and provider.value != "existing":
+        if text is not None and not PROVIDER_CAPABILITIES[provider.value].node_agent:
             raise BadInput(
                 f"{source.shows(text)} is the image of the node agent, which only --provider existing deploys; "
                 f"the provider is {provider}",
@@ -873,7 +985,8 @@ class _Resolver:
             kubeconfig = Setting(Path(self.environ["KUBECONFIG"]), Source("environment", "KUBECONFIG"))
         if kubeconfig.value is None:
             raise BadInput(
-                f"provider existing ({provider.source}) needs the kubeconfig of the cluster under test; none is given",
+                f"provider {provider.value} ({provider.source}) needs the kubeconfig of the cluster under test; "
+                "none is given",
                 "pass --kubeconfig PATH, or set DEVICE_CONFORMANCE_KUBECONFIG (or KUBECONFIG)",
             )
         if not kubeconfig.value.exists():

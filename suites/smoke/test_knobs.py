@@ -24,8 +24,8 @@ V4_LINE = "SyncLoop (housekeeping)"
 
 @pytest.fixture
 def knobs(cluster, session_plan):
-    if cluster.provider == "existing":
-        pytest.skip("provider existing: the suite starts no component, so no knob applies")
+    if not cluster.capabilities.brings_up_clusters:
+        pytest.skip(f"provider {cluster.provider}: the suite starts no component, so no knob applies")
     return session_plan.settings.component_knobs()
 
 

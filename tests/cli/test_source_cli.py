@@ -2,11 +2,12 @@
 
 from fake_k8s_tree import source_tree
 
-from device_conformance.cli import cluster, k8s_source
+from device_conformance.cli import k8s_source
 from device_conformance.cli.main import main
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers import make_provider
 from device_conformance.providers.local import provider as local_provider
+from device_conformance.providers.local import setup as local_setup
 from device_conformance.settings import resolve
 from device_conformance.toolchain.cache import BinarySet
 
@@ -26,10 +27,10 @@ def _record(monkeypatch, module):
 
 def test_setup_builds_from_the_tree(tmp_path, monkeypatch):
     tree = source_tree(tmp_path / "k8s", version_defs="v1.37.1")
-    asked = _record(monkeypatch, cluster)
-    monkeypatch.setattr(cluster, "_ensure_upgrade_kubelet", lambda settings: None)
-    monkeypatch.setattr(cluster, "ensure_containerd", lambda *a, **k: BinarySet("v2.3.4", tmp_path, "cache"))
-    monkeypatch.setattr(cluster, "build_images", lambda directory: [])
+    asked = _record(monkeypatch, local_setup)
+    monkeypatch.setattr(local_setup, "ensure_upgrade_kubelet", lambda settings: None)
+    monkeypatch.setattr(local_setup, "ensure_containerd", lambda *a, **k: BinarySet("v2.3.4", tmp_path, "cache"))
+    monkeypatch.setattr(local_setup, "build_images", lambda directory: [])
     assert main(["setup", "--no-packages", "--provider", "local", "--k8s-source", str(tree)]) == 0
     assert asked == [(V, None, tree)]
 

@@ -76,7 +76,7 @@ def test_concurrent_fills_of_one_entry_build_once(monkeypatch, tmp_path):
 
 
 def test_setup_builds_only_the_kubelet_of_upgrade_from(monkeypatch, capsys):
-    from device_conformance.cli import cluster
+    from device_conformance.providers.local import setup
     from device_conformance.settings import resolve
 
     asked = []
@@ -85,10 +85,10 @@ def test_setup_builds_only_the_kubelet_of_upgrade_from(monkeypatch, capsys):
         asked.append((version, tuple(components)))
         return cache.BinarySet(version, cache.cache_root() / "x", "cache")
 
-    monkeypatch.setattr(cluster, "ensure_binaries", ensure)
-    cluster._ensure_upgrade_kubelet(resolve({}, {}))
+    monkeypatch.setattr(setup, "ensure_binaries", ensure)
+    setup.ensure_upgrade_kubelet(resolve({}, {}))
     assert asked == [(KubeVersion(1, 36, 4), ("kubelet",))]
-    cluster._ensure_upgrade_kubelet(resolve({}, {"UPGRADE_FROM": "1.35.8"}))
+    setup.ensure_upgrade_kubelet(resolve({}, {"UPGRADE_FROM": "1.35.8"}))
     assert len(asked) == 1 and f"1.35.8 is not one minor below {DEFAULT_K8S_VERSION}" in capsys.readouterr().out
 
 

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from device_conformance.errors import BadInput
 from device_conformance.settings import KNOBS, Settings, resolve
-from device_conformance.toolchain.binaries import KUBELET_ONLY, ensure_binaries
-from device_conformance.toolchain.cache import cache_root
-from device_conformance.toolchain.containerd import ensure_containerd
-from device_conformance.toolchain.images.build import build_images
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -83,49 +78,15 @@ def setup_for(
         no_packages=not install_packages,
     )
     settings = _settings(args)
-    version = settings.k8s_version.value
-    if settings.provider.value == "kind":
-        from device_conformance.providers.kind.setup import setup_kind
-
-        chosen = settings.kind_image.value if settings.kind_image.source.kind != "default" else None
-        return setup_kind(version, install_packages=not args.no_packages, image=chosen)
-    if settings.provider.value == "existing":
+    setup = settings.capabilities.setup
+    if setup is None:
         # As `make setup PROVIDER=existing`: the cluster is there already (also when auto picked it).
-        print(f"provider existing ({settings.provider.source}): nothing to set up")
+        print(f"provider {settings.provider}: nothing to set up")
         return 0
-    from device_conformance.providers.local import host
+    from device_conformance.providers import load
 
-    if not args.no_packages:
-        if os.geteuid() != 0 and host.missing_packages():
-            host.preflight()  # raises the "needs root" error with its fix
-        installed = host.install_missing_packages()
-        print(f"Debian packages: {'installed ' + ', '.join(installed) if installed else 'all present'}")
-    binaries = ensure_binaries(
-        version, user_dir=settings.k8s_bin_dir.value, source_tree=settings.k8s_source.value, progress=print
-    )
-    print(f"Kubernetes {version.tag}: {binaries.directory} ({binaries.source})")
-    kubelet = settings.kubelet_version.value
-    if kubelet != version:
-        skewed = ensure_binaries(kubelet, components=KUBELET_ONLY, progress=print)
-        print(f"kubelet {kubelet.tag} (KUBELET_VERSION, the node's): {skewed.directory} ({skewed.source})")
-    _ensure_upgrade_kubelet(settings)
-    containerd = ensure_containerd(settings.containerd_version.value, progress=print)
-    print(f"containerd {containerd.version}: {containerd.directory} ({containerd.source})")
-    for image in build_images(cache_root() / "images"):
-        print(f"image {image.name}: {image.tarball}")
-    return 0
-
-
-def _ensure_upgrade_kubelet(settings: Settings) -> None:
-    """The upgrade tests' starting kubelet (one minor below), so a fresh machine has it before the suite.
-
-    Only the kubelet: upgrade tests swap the kubelet alone, and it builds several times faster than all four."""
-    previous, version = settings.upgrade_from.value, settings.kubelet_version.value
-    if not previous.previous_minor_of(version):
-        print(f"upgrade tests: {previous} is not one minor below {version}; set UPGRADE_FROM to build theirs")
-        return
-    binaries = ensure_binaries(previous, components=KUBELET_ONLY, progress=print)
-    print(f"kubelet {previous.tag} (upgrade tests start from it): {binaries.directory} ({binaries.source})")
+    code: int = load(setup)(settings, install_packages=not args.no_packages)
+    return code
 
 
 def _up(args: argparse.Namespace) -> int:

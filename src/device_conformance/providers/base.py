@@ -9,6 +9,7 @@ from typing import Protocol
 
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.base import NodeControl
+from device_conformance.settings import PROVIDER_CAPABILITIES, ProviderCapabilities
 
 
 @dataclass
@@ -35,6 +36,11 @@ class ClusterHandle:
     # kube-controller-manager's /metrics as text, read with the suite's admin credentials; None where the
     # provider cannot reach it.
     controller_manager_metrics: Callable[[], str] | None = None
+
+    @property
+    def capabilities(self) -> ProviderCapabilities:
+        """What its provider can do (settings.PROVIDER_CAPABILITIES)."""
+        return PROVIDER_CAPABILITIES[self.provider]
 
     @property
     def control_plane(self) -> KubeVersion:

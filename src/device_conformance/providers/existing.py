@@ -15,6 +15,7 @@ from device_conformance.errors import BadInput, ConformanceError
 from device_conformance.kube.client import Kube
 from device_conformance.kube.versions import WHERE, read_versions
 from device_conformance.providers.base import ClusterHandle
+from device_conformance.settings import Settings
 
 # What the node fixture says when a node-fault test skips on an existing cluster.
 NO_NODE_ACCESS = (
@@ -133,3 +134,13 @@ def load_hint(image: str, tarball: Path) -> str:
 def _first_line(exc: Exception) -> str:
     lines = str(exc).strip().splitlines()
     return lines[0] if lines else "(no message)"
+
+
+def from_settings(settings: Settings, *, log: Callable[[str], None], artifacts: Path | None = None) -> ExistingProvider:
+    """The existing cluster of a session (settings.PROVIDER_CAPABILITIES["existing"].make)."""
+    return ExistingProvider(
+        settings.kubeconfig.value,
+        log=log,
+        allow_node_disruption=settings.allow_node_disruption.value,
+        agent_image=settings.node_agent_image.value,
+    )

@@ -33,15 +33,12 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def header_lines(settings: Settings) -> list[str]:
-    provider = settings.provider.value
+    can = settings.capabilities
     lines = [f"device-conformance: provider {settings.provider}"]
-    if provider == "existing":
-        lines += _existing_lines(settings)
-    elif provider == "kind":
-        lines += _kind_lines(settings)
-    else:
-        lines += _local_lines(settings)
-    if provider != "existing":
+    lines += {"the cluster": _existing_lines, "node image": _kind_lines, "host binaries": _local_lines}[
+        can.kubernetes_from
+    ](settings)
+    if can.brings_up_clusters:
         lines.append(f"  components: {settings.knobs_header()}")
         upgrade = settings.upgrade_from.value
         lines.append(

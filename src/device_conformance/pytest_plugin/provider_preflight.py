@@ -74,7 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = session_settings(config)
     except BadInput:
         return  # reported by the session's preparation, if a test needs a cluster at all
-    if settings.provider.value != "kind":
+    if not settings.capabilities.nodes_in_docker:
         return
     from device_conformance.dockercli import Docker
     from device_conformance.providers.kind.engine import ensure_node_image

@@ -37,11 +37,12 @@ from pathlib import Path
 import pytest
 
 from device_conformance.errors import BadInput
+from device_conformance.settings import PROVIDER_CAPABILITIES
 
 MEMORY_PER_WORKER_MIB = 1024
 MEMORY_RESERVE_MIB = 2048
 MAX_WORKERS = 8
-LOCAL_WORKERS_PER_CORE = 4  # measured: see above
+LOCAL_WORKERS_PER_CORE = PROVIDER_CAPABILITIES["local"].workers_per_spare_core  # measured: see above
 IDLE_BUSY = 0.25  # cores an idle machine (and this run's own start) keeps busy without taking from the clusters
 BUSY_SAMPLE_SECONDS = 1.0
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -173,11 +174,13 @@ def spare_cores(machine: Machine) -> float:
 def choose(machine: Machine, provider: str = "local") -> Choice:
     """The rule above, with the reason in words (the report header prints it)."""
     spare = spare_cores(machine)
-    by_cores = math.floor(LOCAL_WORKERS_PER_CORE * spare) if provider == "local" else math.floor(spare) + 1
+    can = PROVIDER_CAPABILITIES[provider]
+    by_cores = math.floor(can.workers_per_spare_core * spare) + can.extra_workers
     by_memory = (machine.memory_mib - MEMORY_RESERVE_MIB) // MEMORY_PER_WORKER_MIB
     workers = max(1, min(by_cores, by_memory, MAX_WORKERS))
     quota = "no CPU quota" if machine.quota is None else f"CPU quota {machine.quota:g}"
-    per_core = f"{LOCAL_WORKERS_PER_CORE} x {spare:.2f}" if provider == "local" else f"{spare:.2f} + 1"
+    per_core = f"{can.workers_per_spare_core} x {spare:.2f}" if can.workers_per_spare_core != 1 else f"{spare:.2f}"
+    per_core += f" + {can.extra_workers}" if can.extra_workers else ""
     reason = (
         f"{machine.cores} cores, {quota}, {machine.busy:.2f} busy now (load {machine.load1:.2f}, 1 min): "
         f"{spare:.2f} spare cores; "

@@ -42,10 +42,10 @@ def shared_cluster(config: pytest.Config) -> str | None:
         settings = session_settings(config)
     except BadInput:
         return None  # unusable settings are reported when a test needs the cluster
-    if settings.provider.value == "existing":
-        return "existing"
-    if settings.provider.value == "kind" and settings.kind_cluster.value:
-        return f"kind-{settings.kind_cluster.value}"
+    if not settings.capabilities.brings_up_clusters:
+        return settings.provider.value
+    if settings.capabilities.reuses_named_cluster and settings.kind_cluster.value:
+        return f"{settings.provider.value}-{settings.kind_cluster.value}"
     return None
 
 

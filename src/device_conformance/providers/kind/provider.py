@@ -25,7 +25,7 @@ from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout, ki
 from device_conformance.providers.kind.node import KindNode
 from device_conformance.providers.kind.preflight import preflight
 from device_conformance.providers.kind.state import KindState, all_layouts, remove_host_dirs
-from device_conformance.settings import DEFAULT_KNOBS, ComponentKnobs
+from device_conformance.settings import DEFAULT_KNOBS, ComponentKnobs, Settings
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.toolchain.images.build import Image, build_images
 from device_conformance.wait.kube import for_node_ready
@@ -246,3 +246,16 @@ def delete_created_cluster(cli: KindCLI | None, layout: KindLayout, log: Log) ->
         cli.delete(layout.cluster, layout.kubeconfig)
     remove_host_dirs(layout)
     log(f"deleted kind cluster {layout.cluster} left by an earlier run")
+
+
+def from_settings(settings: Settings, *, log: Callable[[str], None], artifacts: Path | None = None) -> KindProvider:
+    """The kind provider of a session (settings.PROVIDER_CAPABILITIES["kind"].make)."""
+    return KindProvider(
+        settings.k8s_version.value,
+        cluster_name=settings.kind_cluster.value,
+        image=settings.kind_image.value,
+        profile=settings.kind_profile.value,
+        knobs=settings.component_knobs(),
+        artifacts=artifacts,
+        log=log,
+    )

@@ -15,8 +15,16 @@ from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind import engine, host, preflight
 from device_conformance.providers.kind.dockerd import host_missing_capabilities
 from device_conformance.providers.kind.tools import find_kind, install_kind, kind_version, require_kind
+from device_conformance.settings import Settings
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.toolchain.images.build import build_images
+
+
+def from_settings(settings: Settings, *, install_packages: bool = True) -> int:
+    """`setup` for a session's settings (settings.PROVIDER_CAPABILITIES["kind"].setup): the node image the user
+    chose, else the default one (ours where none is published)."""
+    chosen = settings.kind_image.value if settings.kind_image.source.kind != "default" else None
+    return setup_kind(settings.k8s_version.value, install_packages=install_packages, image=chosen)
 
 
 def setup_kind(version: KubeVersion, *, install_packages: bool = True, image: str | None = None) -> int:

@@ -13,7 +13,7 @@ from device_conformance.providers.local import host, ports
 from device_conformance.providers.local.cluster import LocalCluster
 from device_conformance.providers.local.leftovers import clean_leftovers, journal
 from device_conformance.providers.local.node import LocalNode
-from device_conformance.settings import DEFAULT_KNOBS, ComponentKnobs
+from device_conformance.settings import DEFAULT_KNOBS, ComponentKnobs, Settings
 from device_conformance.toolchain.binaries import KUBELET_ONLY, KubernetesBinaries, ensure_binaries
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.toolchain.containerd import DEFAULT_VERSION as DEFAULT_CONTAINERD
@@ -117,3 +117,16 @@ class LocalProvider:
             f"kept cluster {run_id}: export KUBECONFIG={self.cluster.layout.kubeconfig}\n"
             f"  delete it with: device-conformance cluster down {run_id}"
         )
+
+
+def from_settings(settings: Settings, *, log: Callable[[str], None], artifacts: Path | None = None) -> LocalProvider:
+    """The local provider of a session or `cluster up` (settings.PROVIDER_CAPABILITIES["local"].make)."""
+    return LocalProvider(
+        settings.k8s_version.value,
+        bin_dir=settings.k8s_bin_dir.value,
+        source_tree=settings.k8s_source.value,
+        containerd_version=settings.containerd_version.value,
+        kubelet_version=settings.kubelet_version.value,
+        knobs=settings.component_knobs(),
+        log=log,
+    )
