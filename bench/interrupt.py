@@ -1,4 +1,4 @@
-"""Interruption and crash check of the local provider (issue 13, "Staying power" 4; docs/providers/local.md, "Interruption and crash").
+"""Interruption and crash check of the local provider (docs/providers/local.md, "Interruption and crash").
 
     .venv/bin/python bench/interrupt.py [--seed N] [--only NAME,...] [--baseline FILE]
 

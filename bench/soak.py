@@ -1,4 +1,4 @@
-"""The flake check: the whole suite run again and again (issue 13, "Staying power" 5; docs/benchmarks.md, "Flake check").
+"""The flake check: the whole suite run again and again (docs/benchmarks.md, "Flake check").
 
     make soak SOAK_RUNS=10                       # the whole suite, slow tests included, ten times in a row
     .venv/bin/python bench/soak.py --runs 3 --marks "not slow" --workers 2
