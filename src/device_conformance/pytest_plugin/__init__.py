@@ -33,6 +33,7 @@ FIXTURE_MODULES = (
     "device_conformance.pytest_plugin.provider_preflight",
     "device_conformance.pytest_plugin.header",
     "device_conformance.pytest_plugin.marker_expression",
+    "device_conformance.pytest_plugin.opt_in",
 )
 
 

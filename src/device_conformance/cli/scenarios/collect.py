@@ -14,7 +14,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import device_conformance
 from device_conformance.cli.scenarios.table import DeclaredTest
 from device_conformance.errors import BadInput, ConformanceError
 
@@ -27,8 +26,10 @@ class CollectionFailed(ConformanceError):
 
 
 def default_suites() -> Path:
-    """suites/ of the checkout this package is installed from (`make venv` installs it editable)."""
-    return Path(device_conformance.__file__).resolve().parents[2] / "suites"
+    """The suites this package carries (a wheel) or its checkout's (`make venv` installs it editable)."""
+    from device_conformance.cli.e2e import suites_dir
+
+    return suites_dir()
 
 
 def collect(suites: Path) -> tuple[DeclaredTest, ...]:
@@ -37,7 +38,7 @@ def collect(suites: Path) -> tuple[DeclaredTest, ...]:
     if not suites.is_dir():
         raise BadInput(
             f"no suites folder at {suites}",
-            "pass --suites DIR (the suites/ folder of a device-conformance checkout; a wheel install ships none)",
+            "pass --suites DIR (the suites/ folder of a device-conformance checkout or installation)",
         )
     with tempfile.TemporaryDirectory(prefix="dc-scenarios-") as scratch:
         report = Path(scratch) / "declared.json"
@@ -51,6 +52,9 @@ def collect(suites: Path) -> tuple[DeclaredTest, ...]:
             "--no-header",
             "-p",
             "no:cacheprovider",
+            # Every test, also those a run leaves out unless asked for (pytest_plugin/opt_in.py).
+            "-p",
+            "no:device_conformance.pytest_plugin.opt_in",
             f"--declared-json={report}",
         ]
         # PYTEST_ADDOPTS could deselect tests (-m, -k) or start xdist (-n): the table is of every test.
