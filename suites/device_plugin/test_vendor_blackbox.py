@@ -7,6 +7,40 @@ after registration (capacity = allocatable = N, N > 0) and podresources GetAlloc
 the kubelet's calls are its own metrics (`kubelet_device_plugin_alloc_duration_seconds_count`: one Allocate per
 container that requests the resource; `kubelet_device_plugin_registration_total`: one Register per start), which
 restart at zero with each kubelet process.
+
+Each test fails against our fake with the defect named here (`python -m
+device_conformance.fakes.device_plugin.as_subject --defect NAME` as the vendor command), at the line shown; a
+defect that fails several tests is named at each (suites/vendor_mode/test_vendor_mode_on_fakes.py runs every
+device-plugin black-box test with each):
+
+test (defect of our fake it fails on: the failing line)
+- test_pods_get_distinct_offered_devices_until_none_is_left (list-omits-allocated: the second pod's
+  pod.wait_running(), it stays Pending: with dev-0 held the node offers 1 device)
+- test_kubelet_restart_keeps_the_device_and_the_plugin_registers_again (unstable-device-ids:
+  `assert allocatable_ids(node, resource) == offered`, ['dev-0-r2', 'dev-1-r2'] after the restart;
+  list-omits-allocated: `assert offered_devices(kube, node, resource) == n`, 1 with the pod's device held)
+- test_killed_plugin_restarted_keeps_assignments_and_serves_new_pods (ids-change-per-start:
+  one_device(after, ...), the new pod holds an ID renamed '<id>-p<new pid>', not one of the offered;
+  list-omits-allocated: node_resource(resource).wait_counts(n, 0, ...), capacity 1 after the SIGKILL)
+- test_reboot_never_runs_the_pod_without_its_device (list-omits-allocated:
+  the last `assert offered_devices(kube, node, resource) == n`, 1: the plugin that lived through the reboot still
+  hides the device it handed out)
+
+No defect of our fake fails the other two, and none can without failing every test's setup first:
+- test_registered_devices_are_offered_and_podresources_lists_the_same checks what the subject_plugin fixture waits
+  for before every test (fixtures/vendor.py _start_registered: exactly one Register, then capacity = allocatable =
+  the count GetAllocatableResources lists, > 0). A plugin that never registers or offers its devices
+  (register-crash, options-crash) is an error in that fixture; duplicate IDs in a list (duplicate-device-ids) are
+  merged by the kubelet, which keeps a resource's devices by ID (pkg/kubelet/cm/devicemanager/manager.go
+  genericDeviceUpdateCallback, allDevices[resource][dev.ID]), so node status and podresources count N distinct
+  IDs. Only a second Register that comes after the fixture's wait fails it, and whether it does is timing.
+- test_over_request_fails_admission_without_an_allocate is the kubelet's own decision: it refuses a request above
+  its healthy devices not in use before any call to the plugin (manager.go devicesToAllocate, "requested number of
+  devices unavailable ... Requested: %d, Available: %d"); a plugin changes N only through its list, which the
+  test reads first.
+Both pass with every defect of the fake that lets the fixture's setup through (those named above,
+duplicate-device-ids, register-without-options, allocate-first-container-only, preferred-ignores-must-include,
+prestart-error, allocate-crash-on-unknown-id, allocate-mounts-host-dev); with options-crash both error in setup.
 """
 
 import pytest

@@ -12,25 +12,33 @@ sends, also one it answered before: the kubelet tells it of no release, and hand
 to the app containers again (manager.go devicesToAllocate, reusable devices).
 
 Each test fails against our fake with the defect named here (`python -m
-device_conformance.fakes.device_plugin.as_subject --defect NAME` as the vendor command), at the line shown:
+device_conformance.fakes.device_plugin.as_subject --defect NAME` as the vendor command), at the line shown; a
+defect that fails several tests is named at each (suites/vendor_mode/test_vendor_mode_on_fakes.py runs every
+device-plugin black-box test with each):
 
 test (defect of our fake it fails on: the failing line)
 - test_init_container_devices_are_reused_by_the_app_container (allocate-refuses-handed-out-id:
-  pod.wait_running(), the app container's Allocate refused: UnexpectedAdmissionError)
+  pod.wait_running(), the app container's Allocate refused: UnexpectedAdmissionError; list-omits-allocated:
+  _still_advertised while the pod holds one device, GetAllocatableResources lists one ID)
 - test_deleted_pod_frees_its_devices_for_the_next_pod (allocate-refuses-handed-out-id:
-  second.wait_running(), UnexpectedAdmissionError)
+  second.wait_running(), UnexpectedAdmissionError; list-omits-allocated: second.wait_running(), Pending: the
+  plugin still hides the devices the deleted pod held, the node offers 0)
 - test_plugin_restarted_twice_in_a_row_registers_and_serves (ids-change-per-start:
   _still_advertised after restart 1, GetAllocatableResources lists the renamed IDs)
 - test_kubelet_sigkill_keeps_pods_devices_and_checkpoint (unstable-device-ids:
-  _still_advertised after the SIGKILL, GetAllocatableResources lists the renamed IDs)
+  _still_advertised after the SIGKILL, GetAllocatableResources lists the renamed IDs; list-omits-allocated:
+  `assert offered_devices(kube, node, resource) == n` after the SIGKILL, 1 with the pod's device held)
 - test_pods_admitted_together_get_distinct_devices (list-omits-allocated:
   _still_advertised while the pods hold every device, GetAllocatableResources lists [])
 - test_containers_of_one_pod_get_distinct_devices (list-omits-allocated:
   _still_advertised while the pod holds two devices, GetAllocatableResources lists [])
 - test_kubelet_restart_with_every_device_held_admits_no_more (unstable-device-ids:
-  rejected(), the extra pod runs with 'dev-0-r2', a renamed held device)
+  rejected(), the extra pod runs with 'dev-0-r2', a renamed held device; list-omits-allocated:
+  offered_devices() after the restart, the node offers 0/0 with every device held)
 - test_pod_deleted_while_the_plugin_is_down_frees_its_devices (ids-change-per-start:
-  _still_advertised after the plugin came back, GetAllocatableResources lists the renamed IDs)
+  _still_advertised after the plugin came back, GetAllocatableResources lists the renamed IDs;
+  list-omits-allocated: node_resource(resource).wait_counts(n, 0, ...) after the SIGKILL, capacity 0 with every
+  device held)
 """
 
 import pytest

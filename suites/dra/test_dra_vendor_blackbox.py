@@ -8,6 +8,29 @@ own metric `dra_grpc_operations_duration_seconds_count{driver_name, method_name}
 call, pkg/kubelet/cm/dra/plugin/dra_plugin.go), which restarts at zero with each kubelet process. What reaches
 the container is checked against the CDI devices podresources lists for the claim, resolved in the node's CDI
 directory as the runtime resolves them.
+
+Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and the failing line:
+- test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once
+    unprepare-keeps-cdi: `assert not left` ("CDI devices [...] are still defined in /var/run/cdi after
+    NodeUnprepareResources")
+- test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones
+    unprepare-unknown-claim-error: `pod.wait_gone()` of the first pod (prepared by the killed process, the
+    restarted one fails its NodeUnprepareResources, the kubelet retries and the pod stays Terminating)
+
+No defect of our fake fails the other two without failing the first test too: our fake's defects change its
+NodePrepareResources / NodeUnprepareResources answers or its CDI specs (fakes/dra_driver/claims.py, service.py),
+and the driver's part in these two is one prepare and one unprepare of a claim by the same process, as in the
+first test, which also checks the claim's CDI devices are gone (both pass with unprepare-keeps-cdi;
+unprepare-unknown-claim-error fails only the unprepare of a claim another process prepared):
+- test_kubelet_restart_does_not_prepare_again_and_unprepares_after: no NodePrepareResources after the restart, the
+  pod running on and its claim in podresources are the kubelet's own, from its checkpoint (pkg/kubelet/cm/dra
+  manager.go); the restarted kubelet registers the driver itself, walking plugins_registry at start and calling
+  GetInfo on each socket there (pkg/kubelet/pluginmanager/pluginwatcher/plugin_watcher.go traversePluginDir,
+  operationexecutor/operation_generator.go GenerateRegisterPluginFunc). A driver whose GetInfo fails after its
+  first registration would fail it (the restarted kubelet cannot unprepare; upstream's e2e_node test of a failed
+  GetInfo after a kubelet restart, kubernetes#131760): a registration defect our fake does not have.
+- test_noexecute_device_taint_rule_evicts_the_pod_and_unprepares: the taint, the eviction and the pod's deletion are
+  the control plane's (pkg/controller/devicetainteviction); the kubelet then unprepares as for any deleted pod.
 """
 
 import json
