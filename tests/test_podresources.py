@@ -63,7 +63,13 @@ class FakeLister(pb_grpc.PodResourcesListerServicer):
 
     def GetAllocatableResources(self, request, context):
         return pb.AllocatableResourcesResponse(
-            devices=[pb.ContainerDevices(resource_name="example.com/dev", device_ids=["dev-1", "dev-2"])],
+            devices=[
+                pb.ContainerDevices(resource_name="example.com/dev", device_ids=["dev-1", "dev-2"]),
+                # A device on two NUMA nodes is listed once per node (pkg/kubelet/cm/container_manager.go
+                # containerDevicesFromResourceDeviceInstances).
+                pb.ContainerDevices(resource_name="example.com/dev", device_ids=["dev-3"], topology=_topology(0)),
+                pb.ContainerDevices(resource_name="example.com/dev", device_ids=["dev-3"], topology=_topology(1)),
+            ],
             cpu_ids=[0, 1, 2, 3],
         )
 
@@ -110,7 +116,8 @@ def test_list_maps_dynamic_resources(socket_path):
 def test_allocatable_resources(socket_path):
     allocatable = allocatable_resources(socket_path)
 
-    assert allocatable.device_ids == {"example.com/dev": ["dev-1", "dev-2"]}
+    assert allocatable.device_ids == {"example.com/dev": ["dev-1", "dev-2", "dev-3"]}, "each device once"
+    assert [d.numa_nodes for d in allocatable.devices if d.device_ids == ("dev-3",)] == [(0,), (1,)]
     assert allocatable.cpu_ids == (0, 1, 2, 3)
 
 

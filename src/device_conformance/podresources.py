@@ -59,9 +59,13 @@ class DynamicResource:
 
 
 def _by_resource(devices: tuple[Devices, ...]) -> dict[str, list[str]]:
+    """Resource -> its device IDs, each once: the kubelet lists a device with a topology once per NUMA node it is on
+    (pkg/kubelet/cm/container_manager.go containerDevicesFromResourceDeviceInstances), so a plugin reporting a device
+    on two NUMA nodes would otherwise show it twice (`devices` keeps every entry with its node)."""
     result: dict[str, list[str]] = {}
     for entry in devices:
-        result.setdefault(entry.resource_name, []).extend(entry.device_ids)
+        ids = result.setdefault(entry.resource_name, [])
+        ids.extend(i for i in entry.device_ids if i not in ids)
     return result
 
 
