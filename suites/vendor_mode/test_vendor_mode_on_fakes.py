@@ -168,6 +168,17 @@ RUNS = (
         expected={},
     ),
     Run(
+        "dp-device-on-two-numa-nodes",
+        DP,
+        patterns=("device-on-two-numa-nodes",),
+        # The first device's topology names NUMA nodes 0 and 1 (api.proto TopologyInfo.nodes is repeated). The
+        # kubelet counts it once in capacity and lists it once per NUMA node in podresources
+        # (pkg/kubelet/cm/container_manager.go containerDevicesFromResourceDeviceInstances): the tests count
+        # devices, not podresources entries.
+        why="a device on two NUMA nodes",
+        expected={},
+    ),
+    Run(
         "dp-defect-allocate-refuses-handed-out-id",
         DP,
         defects=("allocate-refuses-handed-out-id",),

@@ -139,3 +139,13 @@ def test_the_catalogues_pattern_tables_name_only_real_clauses_and_patterns():
         named = {p for text in table.values() for p in re.findall(r"`([a-z-]+)`", text)}
         assert named <= set(patterns), named - set(patterns)
         assert set(patterns) <= named, f"a pattern no clause row names: {set(patterns) - named}"
+
+
+def test_a_device_on_two_numa_nodes_passes_everything():
+    """api.proto TopologyInfo.nodes is repeated: a device may sit on two NUMA nodes."""
+    cert = run_device_plugin(patterns=["device-on-two-numa-nodes"])
+    assert verdicts(cert) == {c.id: PASS for c in DEVICE_PLUGIN_CLAUSES}, [
+        (r.clause.id, r.message) for r in cert.results if r.verdict != PASS
+    ]
+    first_list = result(cert, "DP-LAW-TOPOLOGY").evidence[0]
+    assert '"ID": "dev-1", "health": "Healthy", "topology": {"nodes": [{}, {"ID": "1"}]}' in first_list

@@ -276,3 +276,12 @@ def test_alloc_resp_round_trips_keys_that_prefix_each_other():
 def test_alloc_resp_skips_unknown_fields():
     raw = bytes.fromhex("0a060a014b120156") + b"\x78\x05" + b"\x81\x01" + bytes(8)  # field 15 varint, 16 fixed64
     assert allocresp.decode_alloc_resp(raw).envs == {"K": "V"}
+
+
+def test_a_device_on_two_numa_nodes_is_one_device():
+    """The kubelet records a device under each NUMA node of its topology (manager.go allocDevicesWithNUMA)."""
+    from device_conformance.kubelet_state.devicemanager import PodDevicesEntry
+
+    entry = PodDevicesEntry("uid", "main", "example.com/dev", {1: ["dev-0", "dev-2"], 0: ["dev-0", "dev-1"]})
+    assert entry.devices() == ["dev-0", "dev-1", "dev-2"]
+    assert entry.as_v1().device_ids == ["dev-0", "dev-1", "dev-2"]

@@ -289,6 +289,7 @@ DRA_PATTERNS_PASSED: dict[str, str] = {
 DEVICE_PLUGIN_PATTERNS_PASSED: dict[str, str] = {
     "DP-REG-ENDPOINT": "`long-socket-name` (a 60-character endpoint: judged by the kubelet's own path within sun_path, "
     "not the test host's)",
+    "DP-LAW-TOPOLOGY": "`device-on-two-numa-nodes` (a device whose topology names two NUMA nodes, each once)",
     "DP-LAW-FIRST": "`list-empty-then-full` (an empty first response, the full list a moment later: judged on the "
     "settled list, as the kubelet replaces the device set with each response)",
     "DP-LAW-STABLE": "`list-empty-then-full` (both streams settle on the same IDs)",

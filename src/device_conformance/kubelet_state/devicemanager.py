@@ -104,9 +104,12 @@ class PodDevicesEntry:
     alloc_resp: bytes | None = None
 
     def devices(self) -> list[str]:
-        """All device IDs, NUMA nodes in numeric order."""
+        """All device IDs, each once, NUMA nodes in numeric order. The kubelet records a device under every NUMA
+        node of its topology (pkg/kubelet/cm/devicemanager/manager.go allocateContainerResources,
+        allocDevicesWithNUMA), so a device on two nodes is in two lists."""
         if isinstance(self.device_ids, dict):
-            return [d for node in sorted(self.device_ids) for d in (self.device_ids[node] or [])]
+            listed = [d for node in sorted(self.device_ids) for d in (self.device_ids[node] or [])]
+            return list(dict.fromkeys(listed))
         return list(self.device_ids or [])
 
     def as_v2(self) -> PodDevicesEntry:

@@ -111,7 +111,11 @@ HOST_DEV_MOUNT = "/host/dev"
 #       naming it after their resource and an instance do. The API puts no limit on the endpoint
 #       (staging/src/k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1/api.proto RegisterRequest.endpoint); only
 #       sun_path's 107 bytes (unix(7)) bound /var/lib/kubelet/device-plugins/<endpoint>, 92 bytes with 60.
-PATTERNS = ("list-empty-then-full", "long-socket-name")
+#   device-on-two-numa-nodes: the first device's topology names NUMA nodes 0 and 1 (a device attached to two
+#       sockets' PCIe roots; api.proto TopologyInfo.nodes is repeated). The kubelet counts it once in capacity and
+#       lists it once per NUMA node in podresources (pkg/kubelet/cm/container_manager.go
+#       containerDevicesFromResourceDeviceInstances).
+PATTERNS = ("list-empty-then-full", "long-socket-name", "device-on-two-numa-nodes")
 LONG_SOCKET_NAME = 60
 # The delay of list-empty-then-full's full list.
 LIST_DELAY = 0.3
@@ -209,6 +213,8 @@ class DevicePluginConfig:
         unknown = sorted(set(self.patterns) - set(PATTERNS))
         if unknown:
             raise ValueError(f"DevicePluginConfig.patterns: unknown {unknown}; use some of {PATTERNS}")
+        if "device-on-two-numa-nodes" in self.patterns and self.devices:
+            self.devices[0].numa_nodes = [0, 1]
 
     @property
     def cdi_spec_kind(self) -> str:
