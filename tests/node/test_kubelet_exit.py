@@ -126,3 +126,14 @@ def test_panic_quote_takes_the_last_crash_and_caps_long_traces():
     assert panic_quote(f"I1128 before\n{fatal}") == fatal
     long = "panic: boom\n" + "\n".join(f"frame {i}" for i in range(100))
     assert panic_quote(long, max_lines=3) == "panic: boom\nframe 0\nframe 1\n... (98 more lines in the kubelet's log)"
+
+
+def test_stays_up_gives_the_same_failure_when_the_kubelet_is_gone_before_the_window():
+    """On a busy machine the caller can be slower than the crash (kind: the SIGABRT'd kubelet was gone, and not yet
+    restarted by systemd, when stays_up first looked): the failure still quotes the panic."""
+    control = KubeletControl("node-1", CrashingService(after=0.0))
+    with pytest.raises(KubeletExited) as caught:
+        control.stays_up(30, what="after a SIGABRT")
+    report = f"exited with status 2; its log from the panic on:\n{PANIC_QUOTE}"
+    assert caught.value.report == report
+    assert str(caught.value) == f"the kubelet on node-1 did not stay up for 30s after a SIGABRT: {report}"

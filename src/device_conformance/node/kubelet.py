@@ -126,18 +126,23 @@ class KubeletControl:
         AssertionError) at once when it exits, with how it ended and the panic quoted from its log. `what`: the
         situation, for the message (e.g. "while the driver reports an unknown device")."""
         mark, pid = self._started_at, self.service.pid()
+        during = f" {what}" if what else ""
+
+        def did_not_stay_up(how: str) -> KubeletExited:
+            report = self._exit_report(how, mark)
+            return KubeletExited(
+                f"the kubelet on {self.node} did not stay up for {duration:.0f}s{during}: {report}", report
+            )
+
         if pid == 0:
-            how = self.service.exited() or "is not running"
-            raise KubeletExited(f"the kubelet on {self.node} {how} {what}".rstrip(), self._exit_report(how, mark))
+            # Gone before the window opened (on a busy machine the caller may be slower than a crash): the same
+            # failure, with the same report, as an exit inside it.
+            raise did_not_stay_up(self.service.exited() or "is not running")
 
         def exited() -> None:
             gone = self._gone(pid)
             if gone is not None:
-                report = self._exit_report(gone, mark)
-                during = f" {what}" if what else ""
-                raise KubeletExited(
-                    f"the kubelet on {self.node} did not stay up for {duration:.0f}s{during}: {report}", report
-                )
+                raise did_not_stay_up(gone)
 
         stays(exited, what=f"the kubelet on {self.node} to stay up", duration=duration, interval=EXIT_POLL)
 
