@@ -21,9 +21,6 @@ ALLOWED = {
     # The bench measures two named providers side by side (its --provider local|kind adds kind's figures to the
     # local ones): which provider is the measurement, not a capability.
     "bench/run.py": (1, "the bench's own --provider local|kind"),
-    # Another change owns this file: its one branch (--vendor-command needs the local provider) is to become
-    # `session_settings(config).capabilities.vendor_command_on_host`.
-    "suites/vendor_mode/test_vendor_mode_on_fakes.py": (1, "left to the vendor-mode change"),
 }
 EQUALITY = (ast.Eq, ast.NotEq, ast.Is, ast.IsNot)
 MEMBERSHIP = (ast.In, ast.NotIn)
