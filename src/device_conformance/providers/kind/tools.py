@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,14 +12,13 @@ from device_conformance.errors import BadInput
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION, minimum_kind
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.process import run
-from device_conformance.toolchain.cache import cache_root
-from device_conformance.toolchain.go_tmpdir import which_go
+from device_conformance.toolchain.go_tools import GoTool
 
 _KIND_VERSION_RE = re.compile(r"kind v(\d+)\.(\d+)\.(\d+)")
 
 
 def installed_kind_dir(version: str = KIND_INSTALL_VERSION) -> Path:
-    return cache_root() / "tools" / f"kind-{version}"
+    return _kind_tool(version).directory()
 
 
 def find_kind() -> Path | None:
@@ -68,26 +66,14 @@ def require_kind(version: KubeVersion) -> Path:
 
 def install_kind(progress: Callable[[str], None] = print, version: str = KIND_INSTALL_VERSION) -> Path:
     """`go install sigs.k8s.io/kind@VERSION` into the cache (no PATH changes; find_kind() looks there)."""
-    target = installed_kind_dir(version)
-    binary = target / "kind"
-    if binary.exists():
-        return binary
-    go = which_go()
-    if go is None:
-        raise BadInput(
-            "kind is missing and there is no Go toolchain to build it",
-            "install Go (https://go.dev/dl) or a kind release (https://kind.sigs.k8s.io/docs/user/quick-start/)",
-        )
-    progress(f"building kind {version} with go install (into {target})")
-    partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
-    shutil.rmtree(partial, ignore_errors=True)
-    partial.mkdir(parents=True)
-    env = {**os.environ, "GOBIN": str(partial), "CGO_ENABLED": "0"}
-    proc = subprocess.run(
-        [go, "install", f"sigs.k8s.io/kind@{version}"], env=env, capture_output=True, text=True, timeout=1200
+    return _kind_tool(version).install(progress)
+
+
+def _kind_tool(version: str) -> GoTool:
+    return GoTool(
+        "kind",
+        "sigs.k8s.io/kind",
+        version,
+        timeout=1200,
+        or_else=", or install a kind release (https://kind.sigs.k8s.io/docs/user/quick-start/)",
     )
-    if proc.returncode != 0:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise BadInput(f"go install sigs.k8s.io/kind@{version} failed:\n{proc.stderr[-2000:]}", "check GOPROXY access")
-    os.replace(partial, target)
-    return binary
