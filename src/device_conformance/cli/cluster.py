@@ -41,12 +41,24 @@ def _version_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _settings(args: argparse.Namespace, provider: str | None = None) -> Settings:
+    return _resolved(
+        provider=provider or getattr(args, "provider", None),
+        k8s_version=args.k8s_version,
+        k8s_source=args.k8s_source,
+        kubelet_version=args.kubelet_version,
+    )
+
+
+def _resolved(
+    *, provider: str | None, k8s_version: str | None, k8s_source: str | None, kubelet_version: str | None
+) -> Settings:
+    """The settings for these knobs; None: the environment's or the default."""
     return resolve(
         {
-            "k8s_version": args.k8s_version,
-            "k8s_source": args.k8s_source,
-            "kubelet_version": args.kubelet_version,
-            "provider": provider or getattr(args, "provider", None),
+            "k8s_version": k8s_version,
+            "k8s_source": k8s_source,
+            "kubelet_version": kubelet_version,
+            "provider": provider,
         }
     )
 
@@ -70,14 +82,9 @@ def setup_for(
     install_packages: bool = True,
 ) -> int:
     """`device-conformance setup` for these knobs (None: the environment's or the default)."""
-    args = argparse.Namespace(
-        provider=provider,
-        k8s_version=k8s_version,
-        k8s_source=k8s_source,
-        kubelet_version=kubelet_version,
-        no_packages=not install_packages,
+    settings = _resolved(
+        provider=provider, k8s_version=k8s_version, k8s_source=k8s_source, kubelet_version=kubelet_version
     )
-    settings = _settings(args)
     setup = settings.capabilities.setup
     if setup is None:
         # As `make setup PROVIDER=existing`: the cluster is there already (also when auto picked it).
@@ -85,7 +92,7 @@ def setup_for(
         return 0
     from device_conformance.providers import load
 
-    code: int = load(setup)(settings, install_packages=not args.no_packages)
+    code: int = load(setup)(settings, install_packages=install_packages)
     return code
 
 

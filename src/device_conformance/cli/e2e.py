@@ -58,16 +58,11 @@ def suites_dir(package_dir: Path | None = None) -> Path:
 
 def shared_options(pytest_args: list[str]) -> dict[str, str]:
     """The SHARED_OPTIONS given among pytest's arguments (`--opt VALUE` or `--opt=VALUE`), the last one winning."""
-    found: dict[str, str] = {}
-    for index, word in enumerate(pytest_args):
-        name, equals, value = word.partition("=")
-        if name not in SHARED_OPTIONS:
-            continue
-        if equals:
-            found[name] = value
-        elif index + 1 < len(pytest_args):
-            found[name] = pytest_args[index + 1]
-    return found
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for option in SHARED_OPTIONS:
+        parser.add_argument(option)
+    given, _ = parser.parse_known_args(pytest_args)
+    return {option: value for option in SHARED_OPTIONS if (value := getattr(given, option[2:].replace("-", "_")))}
 
 
 def pytest_argv(suites: Path, pytest_args: list[str]) -> list[str]:
