@@ -62,11 +62,10 @@ def _by_resource(devices: tuple[Devices, ...]) -> dict[str, list[str]]:
     """Resource -> its device IDs, each once: the kubelet lists a device with a topology once per NUMA node it is on
     (pkg/kubelet/cm/container_manager.go containerDevicesFromResourceDeviceInstances), so a plugin reporting a device
     on two NUMA nodes would otherwise show it twice (`devices` keeps every entry with its node)."""
-    result: dict[str, list[str]] = {}
+    listed: dict[str, list[str]] = {}
     for entry in devices:
-        ids = result.setdefault(entry.resource_name, [])
-        ids.extend(i for i in entry.device_ids if i not in ids)
-    return result
+        listed.setdefault(entry.resource_name, []).extend(entry.device_ids)
+    return {resource: list(dict.fromkeys(ids)) for resource, ids in listed.items()}
 
 
 @dataclass(frozen=True)

@@ -67,11 +67,16 @@ def generate(root: Path) -> dict[str, str]:
 def stale(root: Path, texts: dict[str, str] | None = None) -> list[str]:
     """The derived docs whose committed text is not what their code makes now, and the release-notes excerpt
     when it was recorded for other bug numbers."""
-    texts = generate(root) if texts is None else texts
-    outdated = [path for path, text in texts.items() if _read(root / path) != text]
+    outdated = stale_docs(root, texts)
     if excerpt_staleness(root) is not None:
         outdated.append(notes_excerpt.FOLDER)
     return outdated
+
+
+def stale_docs(root: Path, texts: dict[str, str] | None = None) -> list[str]:
+    """The derived docs (DOCS) whose committed text is not what their code makes now."""
+    texts = generate(root) if texts is None else texts
+    return [path for path, text in texts.items() if _read(root / path) != text]
 
 
 def excerpt_staleness(root: Path) -> str | None:
@@ -122,10 +127,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.check:
         if args.notes_zip is not None:
             raise BadInput("--check reads no zip", "drop --notes-zip, or --check")
-        outdated = stale(root)
+        outdated = stale_docs(root)
         reason = excerpt_staleness(root)
+        if reason is not None:
+            outdated.append(f"{notes_excerpt.FOLDER} ({reason})")
         for path in outdated:
-            print(f"stale: {path}" + (f" ({reason})" if path == notes_excerpt.FOLDER else ""))
+            print(f"stale: {path}")
         print(f"fix: {FIX}" if outdated else f"{total} derived docs up to date")
         return 1 if outdated else 0
     if args.notes_zip is not None and not args.notes_zip.is_file():
@@ -134,7 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     folder = root / notes_excerpt.FOLDER
     excerpt = notes_excerpt.update(folder, bugtable.KNOWN_BUGS, module_zip, args.notes_zip)
     texts = generate(root)
-    outdated = [path for path in stale(root, texts) if path != notes_excerpt.FOLDER]
+    outdated = stale_docs(root, texts)
     for path in outdated:
         (root / path).write_text(texts[path], encoding="utf-8")
         print(f"wrote {path}")

@@ -42,7 +42,6 @@ from device_conformance.settings import PROVIDER_CAPABILITIES
 MEMORY_PER_WORKER_MIB = 1024
 MEMORY_RESERVE_MIB = 2048
 MAX_WORKERS = 8
-LOCAL_WORKERS_PER_CORE = PROVIDER_CAPABILITIES["local"].workers_per_spare_core  # measured: see above
 IDLE_BUSY = 0.25  # cores an idle machine (and this run's own start) keeps busy without taking from the clusters
 BUSY_SAMPLE_SECONDS = 1.0
 CGROUP_ROOT = Path("/sys/fs/cgroup")
