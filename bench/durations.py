@@ -1,5 +1,5 @@
 """Write suites/durations.json, the measured time of each suite test that `--dist loadgroup` orders modules by
-(src/device_conformance/suite_durations.py), from the JUnit XML of whole runs: the median over the runs.
+(src/device_conformance/core/suite_durations.py), from the JUnit XML of whole runs: the median over the runs.
 
     .venv/bin/python bench/durations.py bench/results/soak-<time>/run-*.xml
     make durations                    # from the newest soak's runs (make soak first)
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from device_conformance import suite_durations
+from device_conformance.core import suite_durations
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"

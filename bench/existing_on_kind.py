@@ -25,8 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from device_conformance.dockercli import Docker
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
+from device_conformance.host.dockercli import Docker
 from device_conformance.kube.client import Kube
 from device_conformance.providers.agent.image import agent_image
 from device_conformance.providers.kind.engine import ensure_engine, ensure_node_image, release_engine
@@ -53,7 +53,7 @@ def deploy_upstream_subject(
     from device_conformance.certify.upstream import build_dra_test_driver, build_sample_device_plugin
     from device_conformance.kube.manifests import apply_manifest, manifest_objects
     from device_conformance.toolchain.images.build import subject_image
-    from device_conformance.vendor_spec import UPSTREAM_DAEMONSETS
+    from device_conformance.vendor.spec import UPSTREAM_DAEMONSETS
 
     build = build_sample_device_plugin if short_name == "sample-device-plugin" else build_dra_test_driver
     binary = build(version, log)
@@ -62,7 +62,7 @@ def deploy_upstream_subject(
     )
     assert provider.cli is not None
     provider.cli.load_image_archive(cluster, image.tarball)
-    manifest = ROOT / f"src/device_conformance/vendor_manifests/{short_name}.yaml"
+    manifest = ROOT / f"src/device_conformance/vendor/manifests/{short_name}.yaml"
     kube = Kube.from_kubeconfig(kubeconfig)
     try:
         for applied in apply_manifest(kube.api_client, manifest_objects(manifest.read_text(), image.name)):

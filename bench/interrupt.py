@@ -515,7 +515,7 @@ def _live_runs() -> set[str]:
 
 def _clean_ourselves(tags: set[str], result: Result) -> None:
     """Baseline mode: remove what an unfixed harness left, so the next point starts clean."""
-    from device_conformance.process import terminate
+    from device_conformance.host.process import terminate
 
     for item in inventory.snapshot().of(ours_of(tags, set(), set())):
         if item.kind == "process":

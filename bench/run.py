@@ -129,8 +129,8 @@ def bring_up(version: KubeVersion, repeats: int) -> dict[str, list[float]]:
 # ---- 1b. the same on kind --------------------------------------------------------------------------
 def kind_round(version: KubeVersion, results: dict[str, list[float]], repeats: int) -> dict:
     """Single operations on kind clusters (one per round) in the engine the suites would use."""
-    from device_conformance.dockercli import Docker
     from device_conformance.expectations.kind import default_node_image
+    from device_conformance.host.dockercli import Docker
     from device_conformance.providers.kind.engine import ensure_engine, ensure_node_image, release_engine
     from device_conformance.providers.kind.provider import KindProvider
 

@@ -46,7 +46,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from device_conformance.process import run_passing_interrupts
+from device_conformance.host.process import run_passing_interrupts
 from device_conformance.providers.local import inventory
 from device_conformance.providers.local.layout import state_root
 from device_conformance.providers.local.processes import read_environ

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind import config as kind_config

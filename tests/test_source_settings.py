@@ -6,7 +6,7 @@ import subprocess
 import pytest
 from fake_k8s_tree import source_tree
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.settings import Source, resolve
 from device_conformance.toolchain import source_tree as trees

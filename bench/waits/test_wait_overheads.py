@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from first_seen import FirstSeen, allocatable_is, has_condition, running_ready
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.kube import dra
 
 SAMPLES = int(os.environ.get("BENCH_SAMPLES", "3"))

@@ -17,8 +17,7 @@ from typing import Generic, Literal, TypeVar
 
 import yaml
 
-from device_conformance import vendor_spec
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import (
     DEFAULT_K8S_VERSION,
@@ -29,6 +28,7 @@ from device_conformance.expectations.versions import (
 )
 from device_conformance.toolchain import containerd
 from device_conformance.toolchain.source_tree import VERSION_FILE, tree_version
+from device_conformance.vendor import spec as vendor_spec
 
 T = TypeVar("T")
 
@@ -898,7 +898,7 @@ class _Resolver:
                 f"--vendor-daemonset {spec.daemonset} deploys upstream's subject from an image built here, which "
                 "only kind nodes can be loaded with by the suite",
                 "deploy the subject on your cluster yourself (its manifest: "
-                "src/device_conformance/vendor_manifests/<name>.yaml) and pass --vendor-daemonset NAMESPACE/NAME",
+                "src/device_conformance/vendor/manifests/<name>.yaml) and pass --vendor-daemonset NAMESPACE/NAME",
             )
         if not spec.daemonset and not can.vendor_command_on_host:
             raise BadInput(

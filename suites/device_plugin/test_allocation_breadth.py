@@ -11,7 +11,7 @@ import calendar
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.fakes.device_plugin import AllocateConfig, OptionsConfig
 from device_conformance.kube import pods
 from device_conformance.wait import kube as wait

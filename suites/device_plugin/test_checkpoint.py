@@ -15,7 +15,7 @@ import sys
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.behaviour import Behaviour, outcome
 from device_conformance.expectations.deviceplugin import (
     ADMITTED_WITHOUT_DEVICES,

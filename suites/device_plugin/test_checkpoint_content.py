@@ -10,11 +10,11 @@ import uuid
 import pytest
 from device_conformance.fixtures.device_plugins import CDI_DIR, allocations
 
-from device_conformance import podresources, timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.deviceplugin import CHECKPOINT_READ_WARNING
 from device_conformance.fakes.device_plugin import AllocateConfig, DeviceConfig, DeviceSpecConfig, MountConfig
 from device_conformance.fakes.device_plugin.allocate import container_response
-from device_conformance.kube import pods
+from device_conformance.kube import podresources, pods
 from device_conformance.kubelet_state import allocresp, devicemanager
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until, watch

@@ -42,7 +42,7 @@ import time
 import pytest
 from device_conformance.fixtures.device_plugins import allocations
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.deviceplugin import COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART
 from device_conformance.kube import pods
 from device_conformance.kubelet_state import devicemanager

@@ -14,10 +14,10 @@ from device_conformance.fixtures.device_plugins import allocations, start_plugin
 from device_conformance.fixtures.reports import attach_on_failure
 from kubernetes.client import ApiException
 
-from device_conformance import podresources, timeouts
+from device_conformance.core import timeouts
 from device_conformance.fakes.device_plugin import DevicePluginHandle
-from device_conformance.handles import NodeResource, PodHandle
-from device_conformance.kube import pods
+from device_conformance.framework.handles import NodeResource, PodHandle
+from device_conformance.kube import podresources, pods
 from device_conformance.wait.core import Watch, watch
 
 pytestmark = pytest.mark.deviceplugin

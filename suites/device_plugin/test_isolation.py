@@ -9,7 +9,7 @@ cannot pass the check.
 import pytest
 from device_conformance.fixtures.device_plugins import CDI_DIR, DEVICES_ENV, allocations
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.fakes.device_plugin import AllocateConfig, DeviceSpecConfig, MountConfig
 from device_conformance.kube import pods
 from device_conformance.kube.container_env import env_lines_script

@@ -13,15 +13,15 @@ from device_conformance.fixtures.device_plugins import allocations, start_plugin
 from device_conformance.fixtures.reports import attach_on_failure
 from kubernetes.client import ApiException
 
-from device_conformance import podresources, timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.deviceplugin import (
     COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART,
     RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART,
     SUCCEEDED_POD_READMITTED,
 )
 from device_conformance.fakes.device_plugin import DevicePluginHandle
-from device_conformance.handles import NodeResource, PodHandle
-from device_conformance.kube import pods
+from device_conformance.framework.handles import NodeResource, PodHandle
+from device_conformance.kube import podresources, pods
 from device_conformance.wait import kube as wait
 from device_conformance.wait import podresources as wait_podresources
 from device_conformance.wait.core import Pending, Watch, until, watch
@@ -229,7 +229,7 @@ def test_pod_force_deleted_while_kubelet_is_down_is_cleaned_up_and_frees_its_dev
         left = [s for s in node.pod_sandboxes() if s.uid == pod.uid]
         return True if not left else Pending(f"sandboxes of the orphan: {left}")
 
-    # Only the kubelet's container GC removes it, one period after its pass at start (timeouts.py): the
+    # Only the kubelet's container GC removes it, one period after its pass at start (core/timeouts.py): the
     # bound counts from the kubelet's start, not from here.
     until(
         sandbox_removed,

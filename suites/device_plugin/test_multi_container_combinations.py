@@ -22,9 +22,9 @@ Proved against one-line breaks of a 1.37.1 tree (K8S_SOURCE; `pytest <this modul
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance import podresources, timeouts
+from device_conformance.core import timeouts
 from device_conformance.fakes.device_plugin import OptionsConfig
-from device_conformance.kube import pods
+from device_conformance.kube import podresources, pods
 
 pytestmark = pytest.mark.deviceplugin
 

@@ -7,8 +7,9 @@ against an earlier podresources answer (which may be empty)."""
 import pytest
 from device_conformance.fixtures.device_plugins import allocations
 
-from device_conformance import podresources, timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.deviceplugin import PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE
+from device_conformance.kube import podresources
 
 pytestmark = pytest.mark.deviceplugin
 

@@ -8,11 +8,11 @@ fixed by #135485 in 1.36.0, 1.35.4 and 1.34.7)."""
 import pytest
 from device_conformance.fixtures.device_plugins import allocations
 
-from device_conformance import podresources
 from device_conformance.expectations.deviceplugin import (
     PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD,
     PODRESOURCES_LISTS_TERMINATED_PODS,
 )
+from device_conformance.kube import podresources
 
 pytestmark = pytest.mark.deviceplugin
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.behaviour import outcome
 from device_conformance.expectations.deviceplugin import (
     REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT,
@@ -23,7 +23,7 @@ from device_conformance.expectations.deviceplugin import (
     REGISTRATION_REFUSED_ALREADY_CONNECTED,
 )
 from device_conformance.fakes.device_plugin import DevicePluginHandle
-from device_conformance.handles import NodeResource
+from device_conformance.framework.handles import NodeResource
 from device_conformance.wait.core import Watch, watch
 
 pytestmark = pytest.mark.deviceplugin

@@ -42,9 +42,9 @@ Proved against one-line breaks of a 1.37.1 tree (K8S_SOURCE; `pytest <this modul
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance import podresources, timeouts
+from device_conformance.core import timeouts
 from device_conformance.fakes.device_plugin import DeviceConfig, OptionsConfig
-from device_conformance.kube import pods
+from device_conformance.kube import podresources, pods
 from device_conformance.kubelet_state import devicemanager
 from device_conformance.wait import kube as wait
 

@@ -4,7 +4,7 @@ checkpoint, the current kubelet starts on the same state."""
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.fakes.device_plugin import AllocateConfig
 from device_conformance.kube import nodes, pods
 from device_conformance.kubelet_state import devicemanager

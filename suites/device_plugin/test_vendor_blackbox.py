@@ -51,7 +51,7 @@ from device_conformance.fixtures.vendor import (
     wait_registrations,
 )
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.kube import pods
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until

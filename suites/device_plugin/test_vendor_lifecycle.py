@@ -45,7 +45,7 @@ import pytest
 from device_conformance.fixtures.device_plugin_blackbox import allocate_calls, one_device
 from device_conformance.fixtures.vendor import allocatable_ids, offered_devices, wait_registrations
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.kube import pods
 from device_conformance.kube.nodes import resource_counts
 from device_conformance.kubelet_state import devicemanager

@@ -5,8 +5,8 @@ import uuid
 
 import pytest
 
-from device_conformance import timeouts
-from device_conformance.errors import ConformanceError
+from device_conformance.core import timeouts
+from device_conformance.core.errors import ConformanceError
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kubelet_state import dra as dra_state

@@ -3,7 +3,7 @@ failed and blocked NodePrepareResources / NodeUnprepareResources calls."""
 
 import pytest
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import cdi

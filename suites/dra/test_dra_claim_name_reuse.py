@@ -31,10 +31,10 @@ from typing import Any
 
 import pytest
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR, FORCE_DELETED_CLAIM_NAME_REUSED
 from device_conformance.fakes.common.calls import claim_record
-from device_conformance.handles import NODE_AUTHORIZER_LAG
+from device_conformance.framework.handles import NODE_AUTHORIZER_LAG
 from device_conformance.kube import dra, pods
 from device_conformance.kubelet_state import dra as dra_state
 from device_conformance.wait import dra as wait_dra

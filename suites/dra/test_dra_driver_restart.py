@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import (
     FIRST_DRA_CONNECTION_MONITORING_MINOR,
     FIRST_DRA_MINOR,

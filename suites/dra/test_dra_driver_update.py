@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_SEAMLESS_DRIVER_UPDATE_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver.handle import DraDriverHandle

@@ -4,7 +4,7 @@ by default from 1.36) in the pod's containerStatuses[].allocatedResourcesStatus.
 import pytest
 from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import (
     FIRST_DRA_MINOR,
     FIRST_RESOURCE_HEALTH_STATUS_MINOR,

@@ -5,7 +5,7 @@ health reaches every pod that shares it while another pod's device keeps its own
 import pytest
 from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR, FIRST_RESOURCE_HEALTH_STATUS_MINOR
 
 pytestmark = [

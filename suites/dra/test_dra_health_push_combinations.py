@@ -43,7 +43,7 @@ import pytest
 from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 from kubernetes import client
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR, FIRST_RESOURCE_HEALTH_STATUS_MINOR
 from device_conformance.kube import dra, pods
 from device_conformance.wait.core import Pending, until

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 import pytest
 from kubernetes import client
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR, supports_dra
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver.handle import DraDriverHandle
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.framework.handles import ClaimPodHandle
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Watch, watch
 

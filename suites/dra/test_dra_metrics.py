@@ -7,7 +7,7 @@ test/e2e_node/dra_test.go "must provide metrics"). A driver with no prepared cla
 import pytest
 from device_conformance.fixtures.dra_pods import claim_with_requests, claims_pod
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_CLAIMS_IN_USE_METRIC_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.kube.metrics import by_label, kubelet_metrics, parse

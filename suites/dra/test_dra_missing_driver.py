@@ -7,7 +7,7 @@ import pytest
 from device_conformance.fixtures.dra_drivers import unique_driver
 from kubernetes import client
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR, MISSING_DRIVER_BLOCKS_POD_DELETION
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.fakes.dra_driver.kubeapi import ensure_device_class

@@ -14,15 +14,15 @@ from device_conformance.fixtures.dra_pods import (
     seen_env,
 )
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import (
     ALREADY_PREPARED_CLAIM_SKIPS_THE_REST,
     FIRST_DRA_MINOR,
     PARTIAL_PREPARE_DUPLICATES_DEVICES,
 )
 from device_conformance.fakes.common.calls import claim_record, summarize
+from device_conformance.kube.podresources import ClaimResource, DynamicResource
 from device_conformance.kubelet_state import dra as dra_state
-from device_conformance.podresources import ClaimResource, DynamicResource
 from device_conformance.wait.core import Pending, until
 
 pytestmark = [

@@ -6,10 +6,11 @@ GetAllocatableResources)."""
 import pytest
 from device_conformance.fixtures.dra_pods import device_key, in_device_order
 
-from device_conformance import podresources, timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR, PODRESOURCES_REPEATS_EARLIER_CDI_IDS
 from device_conformance.fakes.common.calls import claim_record
-from device_conformance.podresources import ClaimResource, DynamicResource
+from device_conformance.kube import podresources
+from device_conformance.kube.podresources import ClaimResource, DynamicResource
 from device_conformance.wait.core import Pending, until
 
 pytestmark = [

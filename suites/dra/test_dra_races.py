@@ -11,7 +11,7 @@ import math
 
 import pytest
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import (
     FIRST_DRA_MINOR,
     FORCE_DELETED_CLAIM_NAME_REUSED,

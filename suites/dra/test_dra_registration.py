@@ -5,7 +5,7 @@ advertises."""
 import pytest
 from device_conformance.fixtures.dra_pods import claim_with_requests, claims_pod
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_CONNECTION_MONITORING_MINOR, FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.wait import dra as wait_dra

@@ -24,7 +24,7 @@ Proved against one-line breaks of a 1.37.1 tree (K8S_SOURCE; `pytest <this modul
 import pytest
 from device_conformance.fixtures.dra_pods import allocation, claim_with_requests, claims_pod, expected_env, seen_env
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 

@@ -11,11 +11,11 @@ DRAPartitionableDevices is alpha (off) from 1.33 and beta, on, from 1.36.
 import pytest
 from kubernetes import client
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import PARTITIONABLE_DEVICES_SINCE
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import DeviceSpec, cdi
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.framework.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
 from device_conformance.kube.container_env import parse_env, print_env_script
 from device_conformance.kubelet_state import dra as dra_state

@@ -13,11 +13,11 @@ import os
 import pytest
 from device_conformance.fixtures.dra_pods import PRINT_DRA_ENV, allocation, claim_with_requests, claims_pod, seen_env
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import cdi
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.framework.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import Pending, until

@@ -11,7 +11,7 @@ import pytest
 
 from device_conformance.expectations.dra import FIRST_DRA_MINOR, UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM
 from device_conformance.fakes.common.calls import claim_record
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.framework.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
 
 pytestmark = [

@@ -16,7 +16,7 @@ import pytest
 from device_conformance.fixtures.dra_drivers import unique_driver
 from kubernetes import client
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import (
     FIRST_DRA_CONNECTION_MONITORING_MINOR,
     FIRST_DRA_MINOR,
@@ -25,7 +25,7 @@ from device_conformance.expectations.dra import (
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.framework.handles import ClaimPodHandle
 from device_conformance.kube import dra, pods
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import Pending, until

@@ -40,12 +40,12 @@ import yaml
 from device_conformance.fixtures.dra_blackbox import check_answered, counts_since, wait_counts
 from device_conformance.fixtures.vendor import cdi_specs
 
-from device_conformance import timeouts
 from device_conformance.certify import cdi
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, FIRST_PODRESOURCES_DRA_MINOR
+from device_conformance.framework.taint_eviction import assert_evicted
 from device_conformance.kube import dra, pods
 from device_conformance.kube.container_env import ENV_END, parse_env, print_env_script
-from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import watch
 

@@ -36,8 +36,8 @@ from device_conformance.fixtures.dra_blackbox import (
 )
 from device_conformance.fixtures.dra_pods import claims_pod
 
-from device_conformance import timeouts
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.core import timeouts
+from device_conformance.framework.handles import ClaimPodHandle
 from device_conformance.wait.core import Pending, until
 
 pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]

@@ -30,7 +30,7 @@ from device_conformance.fixtures.dra_blackbox import (
 )
 from device_conformance.fixtures.vendor import wait_slices
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 
 pytestmark = [pytest.mark.dra, pytest.mark.disruptive, pytest.mark.vendor_blackbox("dra-driver")]
 

@@ -9,7 +9,7 @@ import pytest
 from device_conformance.fixtures.dra_drivers import unique_driver
 from device_conformance.fixtures.nodes import on_node
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DRA_MINOR
 from device_conformance.fakes.common.calls import claim_record
 from device_conformance.fakes.dra_driver import DeviceSpec

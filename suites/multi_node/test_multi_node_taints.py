@@ -10,11 +10,11 @@ one that names the pool taints one node's device only.
 import pytest
 from device_conformance.fixtures.dra_drivers import KEEP_FINALIZER, unique_driver
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.framework.handles import ClaimPodHandle
+from device_conformance.framework.taint_eviction import assert_evicted
 from device_conformance.kube import dra, pods
-from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait.core import Pending, until
 
 pytestmark = [

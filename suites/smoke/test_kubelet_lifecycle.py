@@ -2,7 +2,7 @@
 
 import pytest
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.kube import pods
 from device_conformance.wait import kube as wait
 from device_conformance.wait.core import Pending, until

@@ -13,7 +13,7 @@ from datetime import datetime
 import pytest
 from device_conformance.fixtures.dra_drivers import DraObjects
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import (
     EVICTION_EVENT_FOR_FIRST_POD_ONLY,
     FIRST_DEVICE_TAINTS_MINOR,
@@ -23,9 +23,9 @@ from device_conformance.expectations.dra import (
     has_none_taint_effect,
 )
 from device_conformance.fakes.dra_driver import DeviceSpec
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.framework.handles import ClaimPodHandle
+from device_conformance.framework.taint_eviction import assert_evicted, assert_eviction_event
 from device_conformance.kube import dra, pods
-from device_conformance.taint_eviction import assert_evicted, assert_eviction_event
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import Watch, watch
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from device_conformance.fixtures.dra_drivers import KEEP_FINALIZER
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import (
     FIRST_DEVICE_TAINTS_MINOR,
     FIRST_NONE_TAINT_EFFECT_MINOR,
@@ -21,10 +21,10 @@ from device_conformance.expectations.dra import (
     has_device_taints,
 )
 from device_conformance.fakes.dra_driver import DeviceSpec
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.framework.handles import ClaimPodHandle
+from device_conformance.framework.taint_eviction import assert_evicted, evicted, running_claim_pod
 from device_conformance.kube import audit, dra, metrics, pods
-from device_conformance.taint_eviction import assert_evicted, evicted, running_claim_pod
-from device_conformance.wait.core import Abort, Pending, stays, until, watch
+from device_conformance.wait.core import Abort, Pending, stays, until, until_holds, watch
 
 pytestmark = [
     pytest.mark.taints,
@@ -259,12 +259,8 @@ def test_each_eviction_is_one_get_patch_and_delete_and_one_deletion_in_the_metri
         )
 
     # An audit event is written as its request completes, possibly after the client saw the answer.
-    def settled() -> bool | Pending:
-        broken = differs()
-        return True if broken is None else Pending(broken)
-
-    until(
-        settled,
+    until_holds(
+        differs,
         what="one GET, PATCH and DELETE per evicted pod and two deletions in the metrics",
         timeout=timeouts.TAINT_RULE_STATUS,
     )

@@ -3,7 +3,7 @@ DeviceTaintRuleSpec, "Without a selector, no devices are matched"), for the sche
 
 import pytest
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE
 from device_conformance.fakes.dra_driver import DeviceSpec
 from device_conformance.kube import dra

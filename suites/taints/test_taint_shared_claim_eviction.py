@@ -12,10 +12,10 @@ import uuid
 import pytest
 from kubernetes import client
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, SHARED_CLAIM_STALE_CONSUMER_EVICTION
+from device_conformance.framework.taint_eviction import assert_evicted
 from device_conformance.kube import admission, dra, pods
-from device_conformance.taint_eviction import assert_evicted
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import Pending, until
 

@@ -36,11 +36,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.framework.handles import ClaimPodHandle
+from device_conformance.framework.taint_eviction import assert_evicted, evicted, running_claim_pod
 from device_conformance.kube import dra, pods
-from device_conformance.taint_eviction import assert_evicted, evicted, running_claim_pod
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait.core import Abort, Pending, until
 

@@ -163,7 +163,7 @@ RUNS = (
         # (deviceplugin/v1beta1 api.proto RegisterRequest.endpoint), the kubelet dials
         # /var/lib/kubelet/device-plugins/<endpoint>, 92 bytes of sun_path's 107 (unix(7)). On the test host the
         # directory's own path is 69+ bytes; vendor mode gives {plugin_dir} through a short link
-        # (vendor_handles.py SOCKET_DIRS), so the plugin binds where the kubelet can dial.
+        # (vendor/handles.py SOCKET_DIRS), so the plugin binds where the kubelet can dial.
         why="a 60-character socket name",
         expected={},
     ),
@@ -570,8 +570,8 @@ def nested_run(argv: list[str], log: Path, limit: float) -> int:
 def stop(pid: int) -> None:
     """SIGINT to the nested pytest (its Ctrl-C: the session tears its cluster down), SIGKILL after TEARDOWN_GRACE
     seconds, then SIGKILL to what is left of its process group; a second Ctrl-C meanwhile waits for it."""
-    from device_conformance.interrupts import deferred_interrupts
-    from device_conformance.process import kill_group_of_reaped_leader, terminate
+    from device_conformance.core.interrupts import deferred_interrupts
+    from device_conformance.host.process import kill_group_of_reaped_leader, terminate
 
     with deferred_interrupts():
         terminate(pid, grace=TEARDOWN_GRACE, sig=signal.SIGINT)

@@ -8,7 +8,7 @@ from certify_subjects import CLAIMS, DRIVER, RESOURCE, fake_command
 
 from device_conformance.certify.report import FILES, clean_report_dir
 from device_conformance.cli.main import main
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.device_plugin import DeviceConfig, DevicePluginConfig
 from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
 from device_conformance.fakes.kubelet_stub import KubeletStub

@@ -14,7 +14,7 @@ from device_conformance.certify.device_plugin import (
     certify_device_plugin,
 )
 from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, run_step
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.kubelet_stub import StubRegistration
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 

@@ -15,7 +15,7 @@ from device_conformance.certify import limits
 from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES
 from device_conformance.certify.device_plugin import DevicePluginTarget, certify_device_plugin
 from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 RESOURCE = "example.com/dev"
 AS_SUBJECT = [sys.executable, "-m", "device_conformance.fakes.device_plugin.as_subject", "--resource", RESOURCE]

@@ -9,7 +9,7 @@ import pytest
 
 from device_conformance.certify import summary
 from device_conformance.cli.main import main
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 
 def _report(folder: Path, *, passed: bool, fail: int = 0, name: str = "upstream sample-device-plugin") -> Path:

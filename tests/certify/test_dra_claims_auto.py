@@ -15,7 +15,7 @@ from certify_subjects import ALLOCATED, CLAIMS, run_dra_driver
 from device_conformance.certify import dra_auto_claims as auto
 from device_conformance.certify import dra_claims
 from device_conformance.certify.dra_auto_claims import Device, MadeClaims
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 DRIVER, NODE = "gpu.example.com", "node-1"
 V1 = "resource.k8s.io/v1"

@@ -15,7 +15,7 @@ from test_dra_claims_auto import DRIVER, NODE, NODE_SELECTOR, FakeApi, claims_au
 from device_conformance.certify import dra_auto_claims as auto
 from device_conformance.certify import dra_slice_devices as slice_devices
 from device_conformance.certify.dra_slice_devices import Device
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 LABELS = {"kubernetes.io/hostname": NODE, "rack": "r1"}
 RACK = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "rack", "operator": "In", "values": ["r1"]}]}]}

@@ -7,7 +7,7 @@ import pytest
 
 from device_conformance.certify import dra_claims
 from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 DRIVER, NODE = "gpu.example.com", "node-1"
 CLAIM = ("ns-1", "6f1c2a3e-0000-4000-8000-000000000001", "gpu-claim")

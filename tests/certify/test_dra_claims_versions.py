@@ -18,7 +18,7 @@ import yaml
 from device_conformance.certify import dra_claims
 from device_conformance.certify.dra_driver import load_claims
 from device_conformance.cli.main import main
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 DRIVER, NODE = "gpu.example.com", "node-1"
 UID = "6f1c2a3e-0000-4000-8000-00000000000{}"

@@ -3,7 +3,7 @@
 import pytest
 
 from device_conformance.cli import bisect
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 
 V = KubeVersion.parse

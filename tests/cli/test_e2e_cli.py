@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from device_conformance.cli import e2e, main
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 
 def _suites(at):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from device_conformance.cli import layers_doc
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 
 PYPROJECT = """
 [tool.importlinter]
@@ -20,7 +20,7 @@ layers = [
     "device_conformance.cli | device_conformance.pytest_plugin",
     "device_conformance.kube : device_conformance.fakes",
     # The bottom.
-    "device_conformance.errors",
+    "device_conformance.core.errors",
 ]
 
 [[tool.importlinter.contracts]]
@@ -37,7 +37,7 @@ def test_each_layer_comes_with_the_comments_above_it():
             ("device_conformance.cli", "device_conformance.pytest_plugin"), True, "The top: the CLI and the plugin."
         ),
         layers_doc.Layer(("device_conformance.kube", "device_conformance.fakes"), False, ""),
-        layers_doc.Layer(("device_conformance.errors",), False, "The bottom."),
+        layers_doc.Layer(("device_conformance.core.errors",), False, "The bottom."),
     ]
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from device_conformance.cli import matrix
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="1" failures="1" skipped="3" tests="7">

@@ -11,7 +11,7 @@ import pytest
 
 from device_conformance.cli import docs
 from device_conformance.cli.main import main
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations import notes_excerpt
 from device_conformance.expectations.behaviour import Fix, KnownBug
 

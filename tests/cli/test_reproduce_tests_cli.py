@@ -11,7 +11,7 @@ import pytest
 
 from device_conformance.cli import release_run, reproduce
 from device_conformance.cli.main import build_parser, main
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain.module_proxy import REFUSED, SERVED, UNKNOWN, ReleaseAnswer
 

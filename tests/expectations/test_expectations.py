@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.behaviour import Behaviour, Fix, KnownBug, Since, outcome
 from device_conformance.expectations.deviceplugin import (
     ADMITTED_WITHOUT_DEVICES,

@@ -4,7 +4,7 @@ judged by the release of the component they live in."""
 import pytest
 from declared_runs import run
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations import dra
 from device_conformance.expectations.behaviour import ClusterVersions, KnownBug
 from device_conformance.expectations.deviceplugin import PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE

@@ -1,6 +1,6 @@
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.control import ControlError
 from device_conformance.fakes.cri_proxy import CRIProxyConfig, CRIProxyHandle, is_snapshot
 from device_conformance.fakes.cri_proxy.config import CRIProxyConfig as Config

@@ -8,7 +8,7 @@ import signal
 import grpc
 import pytest
 
-from device_conformance.errors import ConformanceError, WaitTimeout
+from device_conformance.core.errors import ConformanceError, WaitTimeout
 from device_conformance.fakes.common.calls import REGISTER, RPC, STREAM_SEND
 from device_conformance.fakes.common.control import ControlError
 from device_conformance.fakes.common.sockets import SUN_PATH_MAX

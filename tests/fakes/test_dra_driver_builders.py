@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.dra_driver.cdi import build_spec
 from device_conformance.fakes.dra_driver.claims import results_from_claim
 from device_conformance.fakes.dra_driver.config import DeviceSpec, DriverConfig

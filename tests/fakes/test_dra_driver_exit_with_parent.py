@@ -9,7 +9,7 @@ import tempfile
 import textwrap
 import time
 
-from device_conformance.process import pid_alive
+from device_conformance.host.process import pid_alive
 
 # A stand-in for pytest: starts a driver the way the fixtures do, prints its pid, then waits to be killed.
 PARENT = textwrap.dedent(

@@ -9,7 +9,7 @@ import grpc
 import pytest
 from dra_configs import two_device_config
 
-from device_conformance.errors import WaitTimeout
+from device_conformance.core.errors import WaitTimeout
 from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
 from device_conformance.fakes.dra_driver.handle import start
 from device_conformance.fakes.dra_driver.kubelet_client import KubeletClient

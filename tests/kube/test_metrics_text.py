@@ -2,7 +2,7 @@
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.kube.metrics import Sample, by_label, kubelet_metrics, parse
 
 TEXT = """# HELP dra_resource_claims_in_use [ALPHA] The number of ResourceClaims that are currently in use

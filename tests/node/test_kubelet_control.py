@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from device_conformance.errors import BadInput, CommandError, ConformanceError
+from device_conformance.core.errors import BadInput, CommandError, ConformanceError
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node import kubelet as kubelet_module
 from device_conformance.node.base import NodeControl

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from device_conformance.errors import WaitTimeout
+from device_conformance.core.errors import WaitTimeout
 from device_conformance.node import kubelet as kubelet_module
 from device_conformance.node.kubelet import KubeletControl, KubeletExited, panic_quote
 

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.core.errors import BadInput, ConformanceError
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.kube import versions
 from device_conformance.providers import existing

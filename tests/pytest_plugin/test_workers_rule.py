@@ -2,7 +2,7 @@
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.pytest_plugin.workers import (
     Machine,
     auto_choice,

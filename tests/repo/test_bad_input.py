@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 from device_conformance.providers.local import host, leftovers, ports
 from device_conformance.providers.local.layout import RunLayout

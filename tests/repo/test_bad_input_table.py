@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from bad_input_rows import CLI, GIVEN, PYTEST, PYTHON, ROWS, Given, Row
 
-from device_conformance.process import pid_alive
+from device_conformance.host.process import pid_alive
 from device_conformance.providers.kind.dockerd import OWNER_FILE, ROOT_PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]

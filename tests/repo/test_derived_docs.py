@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from device_conformance.cli import docs, suites_table
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 
 
 def test_no_derived_doc_is_stale():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.toolchain.cache import CACHE_ENV
 from device_conformance.toolchain.go_tools import ACTIONLINT, GoTool
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.toolchain import cache, go_tmpdir
 from device_conformance.toolchain import containerd as containerd_build
 

@@ -2,7 +2,7 @@ import zipfile
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain import go_tmpdir, gobuild
 

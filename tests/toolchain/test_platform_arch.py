@@ -7,7 +7,7 @@ import urllib.error
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain import binaries, module_proxy, platform_arch
 from device_conformance.toolchain.images.oci import Layer, write_oci_tarball

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fake_k8s_tree import source_tree
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain import binaries, source_build
 
@@ -125,7 +125,7 @@ def test_a_release_whose_tree_cannot_be_assembled_is_built_from_a_wrapper_module
 
 def test_a_release_the_proxy_lacks_fails_once_with_its_own_error(go_runs, monkeypatch, tmp_path):
     """No tree and no fallback for a version that does not exist: the user reads the proxy's refusal once."""
-    from device_conformance.errors import BadInput
+    from device_conformance.core.errors import BadInput
 
     def refused(modules, version):
         raise BadInput(f"K8S_VERSION={version} cannot be fetched", "pick a released version")

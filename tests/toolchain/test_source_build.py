@@ -6,7 +6,7 @@ import shutil
 import pytest
 from fake_k8s_tree import source_tree, write
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain import binaries, source_build
 

@@ -9,7 +9,7 @@ import pytest
 from fake_k8s_tree import module_cache
 
 from device_conformance.cli.main import main
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain import source_get, source_tree
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from device_conformance.errors import WaitTimeout
-from device_conformance.wait.core import Abort, Pending, stays, until
+from device_conformance.core.errors import WaitTimeout
+from device_conformance.wait.core import Abort, Pending, stays, until, until_holds
 
 
 def test_until_returns_the_first_value():
@@ -30,3 +30,20 @@ def test_stays_reports_what_broke_the_condition():
     with pytest.raises(AssertionError, match="capacity dropped"):
         stays(lambda: "capacity dropped", what="capacity 2", duration=1, interval=0.01)
     stays(lambda: None, what="capacity 2", duration=0.05, interval=0.01)
+
+
+def test_one_check_serves_until_holds_and_stays():
+    seen = iter(["1 pod left", "1 pod left", None, None])
+
+    def gone() -> str | None:
+        return next(seen)
+
+    until_holds(gone, what="the pods to go", timeout=5, interval=0.01)
+    stays(gone, what="no pod", duration=0, interval=0.01)
+
+
+def test_until_holds_times_out_with_what_the_check_last_saw():
+    with pytest.raises(WaitTimeout) as raised:
+        until_holds(lambda: "2 pods left", what="the pods to go", timeout=0.05, interval=0.01)
+    assert "the pods to go" in str(raised.value)
+    assert "2 pods left" in str(raised.value)

@@ -8,7 +8,7 @@ import datetime
 import pytest
 from kubernetes import client
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 from device_conformance.wait.kube import for_pod_marked_for_deletion
 
 

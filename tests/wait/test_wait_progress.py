@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from device_conformance.errors import CommandError, ConformanceError, WaitTimeout
+from device_conformance.core.errors import CommandError, ConformanceError, WaitTimeout
 from device_conformance.wait.core import Abort, Pending
 from device_conformance.wait.progress import (
     Budget,

@@ -37,7 +37,7 @@ from device_conformance.certify.verdicts import (
     NotApplicable,
     Subject,
 )
-from device_conformance.errors import BadInput, WaitTimeout
+from device_conformance.core.errors import BadInput, WaitTimeout
 from device_conformance.fakes.common.sockets import SUN_PATH_MAX, fits, log_paths, sun_path_trouble
 from device_conformance.fakes.kubelet_stub import (
     SUPPORTED_VERSIONS,

@@ -41,9 +41,9 @@ from device_conformance.certify.dra_slice_devices import (
     slice_target,
     used_devices,
 )
-from device_conformance.errors import BadInput, WaitTimeout
+from device_conformance.core.errors import BadInput, WaitTimeout
+from device_conformance.core.interrupts import deferred_interrupts
 from device_conformance.fakes.dra_driver.kubelet_client import Claim
-from device_conformance.interrupts import deferred_interrupts
 from device_conformance.kube import dra
 from device_conformance.wait.core import Abort, Pending, until
 

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.kube import dra
 
 FIX_KUBECONFIG = "give --kubeconfig FILE of the cluster the driver publishes to, and --node NODE it runs for"

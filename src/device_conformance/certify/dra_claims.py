@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from device_conformance.certify import node_selector
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.dra_driver.kubelet_client import Claim
 
 ReadClaim = Callable[[str, str], dict[str, Any] | None]  # (namespace, name) -> ResourceClaim or None (404)

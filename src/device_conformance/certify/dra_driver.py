@@ -41,7 +41,7 @@ from device_conformance.certify.verdicts import (
     NotApplicable,
     Subject,
 )
-from device_conformance.errors import WaitTimeout
+from device_conformance.core.errors import WaitTimeout
 from device_conformance.fakes.dra_driver.kubelet_client import Claim, KubeletClient
 from device_conformance.protos.pluginregistration.v1 import api_pb2 as reg_pb2
 from device_conformance.protos.pluginregistration.v1 import api_pb2_grpc as reg_grpc

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from device_conformance.certify import report_html, report_junit, report_markdown
 from device_conformance.certify.verdicts import Certification
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 FILES = ("junit.xml", "report.md", "report.html", "result.json")
 SUBJECT_DIR_PREFIX = "subject-"  # cli/certify.py makes one per run for the subject's log

@@ -14,7 +14,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from device_conformance.process import kill_group_of_reaped_leader
+from device_conformance.host.process import kill_group_of_reaped_leader
 
 # A vendor binary gets this long to exit on SIGTERM before it is killed (the kubelet's pods get 30 s by
 # default; a plugin process on its own should need far less).

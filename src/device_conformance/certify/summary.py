@@ -8,7 +8,7 @@ from pathlib import Path
 
 from device_conformance.certify.report_text import one_line
 from device_conformance.certify.verdicts import VERDICTS
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from device_conformance.cli import release_run
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import PRE_RELEASE_KINDS, KubeVersion, kubelet_skew_allows
 
 PASS, FAIL, UNTESTABLE = "pass", "fail", "untestable"

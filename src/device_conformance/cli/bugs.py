@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.behaviour import KnownBug
 from device_conformance.expectations.bugtable import KNOWN_BUGS
 from device_conformance.expectations.release_notes import ReleaseNotes, notes_from_dir, notes_from_zip, verify

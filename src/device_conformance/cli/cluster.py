@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.settings import KNOBS, Settings, resolve
 
 

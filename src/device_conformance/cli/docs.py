@@ -21,7 +21,7 @@ import device_conformance
 from device_conformance.certify import clauses
 from device_conformance.cli import layers_doc, suites_table
 from device_conformance.cli.scenarios import collect, render, table
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations import bugtable, notes_excerpt
 from device_conformance.toolchain.go_tmpdir import which_go
 from device_conformance.toolchain.gobuild import go_mod_download

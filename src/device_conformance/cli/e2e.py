@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import device_conformance
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 # The checkout's [tool.pytest.ini_options], which an installed package does not carry: known bugs are strict
 # xfails (an XPASS fails the run) and a misspelled marker is an error.

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION
 from device_conformance.settings import KNOBS, resolve
 
@@ -90,7 +90,7 @@ def _build_node_image(args: argparse.Namespace) -> int:
     print(f"tarball {image.tarball}")
     print(f"preloaded {', '.join(image.preloaded)}")
     if args.load:
-        from device_conformance.dockercli import Docker
+        from device_conformance.host.dockercli import Docker
 
         print(Docker().text(["load", "-i", str(image.tarball)], timeout=1800).strip())
     print(f"use it: kind create cluster --image {image.name}")
@@ -98,7 +98,7 @@ def _build_node_image(args: argparse.Namespace) -> int:
 
 
 def _cli() -> KindCLI:
-    from device_conformance.dockercli import Docker
+    from device_conformance.host.dockercli import Docker
     from device_conformance.providers.kind.cli import KindCLI
     from device_conformance.providers.kind.tools import find_kind
 
@@ -144,7 +144,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _cleanup(_: argparse.Namespace) -> int:
-    from device_conformance.dockercli import Docker
+    from device_conformance.host.dockercli import Docker
     from device_conformance.providers.kind.dockerd import PrivateDockerd
     from device_conformance.providers.kind.provider import KindProvider
 

@@ -14,7 +14,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 
 START = "<!-- layers: rendered from pyproject.toml's import-linter contract by `make docs` -->"
 END = "<!-- /layers -->"

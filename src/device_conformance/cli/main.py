@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 
 # Each module defines register(subparsers) and sets a `func(args) -> int` default on its parsers.
 VERB_MODULES = [

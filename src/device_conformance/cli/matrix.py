@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from device_conformance.cli import release_run
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import MATRIX_VERSIONS, KubeVersion
 
 OUTCOMES = ("passed", "failed", "xfailed", "skipped")

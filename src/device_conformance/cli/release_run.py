@@ -13,9 +13,9 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import MATRIX_VERSIONS, KubeVersion, kubelet_skew_allows
-from device_conformance.process import run_passing_interrupts
+from device_conformance.host.process import run_passing_interrupts
 from device_conformance.toolchain.binaries import COMPONENTS, KUBELET_ONLY, entry_dir
 from device_conformance.toolchain.cache import has_manifest
 from device_conformance.toolchain.module_proxy import (

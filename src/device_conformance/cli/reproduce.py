@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_conformance.cli import release_run
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.behaviour import FINDING_PREFIX, KUBELET, KnownBug
 from device_conformance.expectations.bugtable import KNOWN_BUGS
 from device_conformance.expectations.versions import MATRIX_VERSIONS, KubeVersion

@@ -16,7 +16,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 
 START = "<!-- suites-table: rows by hand, counts by `make docs` -->"
 END = "<!-- /suites-table -->"

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from device_conformance.cli.bugs import newest_notes
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.behaviour import Fix, KnownBug
 from device_conformance.expectations.bugtable import KNOWN_BUGS
 from device_conformance.expectations.release_notes import CHECKED_AGAINST, CheckedNotes

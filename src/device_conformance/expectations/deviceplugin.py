@@ -10,7 +10,7 @@ v1.38.0-beta.0 zip), as `device-conformance bugs verify` checks.
 
 from __future__ import annotations
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.behaviour import Behaviour, Fix, KnownBug, Since
 
 # Outcomes of a restart on a checkpoint the kubelet cannot use (names used by the checkpoint tests).

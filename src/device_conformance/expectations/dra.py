@@ -9,7 +9,7 @@ pre-release such as v1.37.0-rc.0 for a mainline change), read in the v1.38.0-bet
 
 from __future__ import annotations
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.expectations.behaviour import CONTROLLER_MANAGER, SCHEDULER, Fix, KnownBug
 from device_conformance.expectations.versions import KubeVersion
 
@@ -193,7 +193,7 @@ PODRESOURCES_REPEATS_EARLIER_CDI_IDS = KnownBug(
 )
 
 
-# Kept for the suites not yet moved to device_conformance.timeouts (which explains the value).
+# Kept for the suites not yet moved to device_conformance.core.timeouts (which explains the value).
 CLAIM_POD_START_TIMEOUT = timeouts.CLAIM_POD_START
 
 

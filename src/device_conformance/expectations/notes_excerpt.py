@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.core.errors import BadInput, ConformanceError
 from device_conformance.expectations import release_notes
 from device_conformance.expectations.behaviour import KnownBug
 

@@ -11,7 +11,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 # Upstream's pre-release kinds, in release order (kubernetes/release: alpha tags on master, then beta and rc).
 PRE_RELEASE_KINDS = ("alpha", "beta", "rc")

@@ -1,4 +1,4 @@
-"""The objects of an upstream subject's manifest (`--vendor-daemonset upstream:<name>`, vendor_manifests/):
+"""The objects of an upstream subject's manifest (`--vendor-daemonset upstream:<name>`, vendor/manifests/):
 read with the image filled in, applied in dependency order (a leftover of a killed run replaced), deleted in
 reverse (what is gone already is no error)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-# The kinds a manifest in vendor_manifests/ may hold, in the order they are applied (deleted in reverse):
+# The kinds a manifest in vendor/manifests/ may hold, in the order they are applied (deleted in reverse):
 # kind -> (API attribute of Kube's client, create / replace / delete method stem, namespaced).
 MANIFEST_KINDS: dict[str, tuple[str, str, bool]] = {
     "ServiceAccount": ("CoreV1Api", "service_account", True),
@@ -17,7 +17,7 @@ MANIFEST_KINDS: dict[str, tuple[str, str, bool]] = {
 
 
 def manifest_objects(text: str, image: str) -> list[dict]:
-    """The objects of a vendor_manifests/ file with `{image}` filled in, in the order MANIFEST_KINDS applies them;
+    """The objects of a vendor/manifests/ file with `{image}` filled in, in the order MANIFEST_KINDS applies them;
     a kind it does not know is an error of the repository (ValueError)."""
     import yaml
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path, PurePosixPath
 
-from device_conformance.errors import BadInput, CommandError
+from device_conformance.core.errors import BadInput, CommandError
 from device_conformance.node.cri import Sandbox
 from device_conformance.node.kubelet import KubeletControl
 from device_conformance.node.transport import NodeTransport

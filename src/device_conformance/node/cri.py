@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 import grpc
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 from device_conformance.node.commands import CommandRunner
 from device_conformance.protos.cri.v1 import api_pb2, api_pb2_grpc
 

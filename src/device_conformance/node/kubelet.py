@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from device_conformance import timeouts
-from device_conformance.errors import BadInput, ConformanceError, WaitTimeout
+from device_conformance.core import timeouts
+from device_conformance.core.errors import BadInput, ConformanceError, WaitTimeout
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.transport import KubeletService
 from device_conformance.wait.core import Abort, Pending, stays, until

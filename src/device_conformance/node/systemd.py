@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from device_conformance.errors import ConformanceError, ProviderCapabilityMissing
+from device_conformance.core.errors import ConformanceError, ProviderCapabilityMissing
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.commands import CommandRunner
 

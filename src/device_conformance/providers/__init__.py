@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.providers.base import Provider
 from device_conformance.settings import PROVIDER_CAPABILITIES, PROVIDERS, Settings
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.core.errors import BadInput, ConformanceError
 from device_conformance.kube.client import Kube
 from device_conformance.kube.versions import WHERE, read_versions
 from device_conformance.providers.base import ClusterHandle

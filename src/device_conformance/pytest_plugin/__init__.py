@@ -56,7 +56,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one cluster per worker, as many as cores and memory allow (pytest_plugin/workers.py).
 
     Here rather than in a module registered at pytest_configure: xdist asks in pytest_cmdline_main."""
-    from device_conformance.errors import BadInput
+    from device_conformance.core.errors import BadInput
     from device_conformance.fixtures.session import session_settings
     from device_conformance.pytest_plugin.workers import CHOICE_KEY, Choice, auto_choice
     from device_conformance.pytest_plugin.xdist_groups import shared_cluster

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fixtures.session import session_settings
 from device_conformance.pytest_plugin.workers import CHOICE_KEY
 from device_conformance.settings import Settings

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from device_conformance.errors import WaitTimeout
+from device_conformance.core.errors import WaitTimeout
 from device_conformance.expectations.behaviour import ClusterVersions, KnownBug, expected_failure
 from device_conformance.pytest_plugin.options import known_bugs_ignored
 

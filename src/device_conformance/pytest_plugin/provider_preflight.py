@@ -19,7 +19,7 @@ from types import FrameType
 
 import pytest
 
-from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.core.errors import BadInput, ConformanceError
 from device_conformance.fixtures.session import SETTINGS, say, session_settings
 from device_conformance.settings import Setting, Settings, Source
 
@@ -76,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return  # reported by the session's preparation, if a test needs a cluster at all
     if not settings.capabilities.nodes_in_docker:
         return
-    from device_conformance.dockercli import Docker
+    from device_conformance.host.dockercli import Docker
     from device_conformance.providers.kind.engine import ensure_node_image
     from device_conformance.providers.kind.preflight import preflight
 

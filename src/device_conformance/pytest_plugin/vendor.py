@@ -25,12 +25,12 @@ from device_conformance.certify.clauses import Clause
 from device_conformance.certify.report import write_report
 from device_conformance.certify.report_markdown import summary_table
 from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, Certification, ClauseResult, Subject
-from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.core.errors import BadInput, ConformanceError
 from device_conformance.fixtures.session import say, session_settings
 from device_conformance.fixtures.vendor import VENDOR_BINARY, VENDOR_TEMPLATE
 from device_conformance.pytest_plugin.options import REPORT_OPTION, VERSION_OPTION
 from device_conformance.settings import KNOBS
-from device_conformance.vendor_spec import DEVICE_PLUGIN, VendorSpec, upstream_template
+from device_conformance.vendor.spec import DEVICE_PLUGIN, VendorSpec, upstream_template
 
 MARKER = "vendor_blackbox"
 SPEC = pytest.StashKey[VendorSpec | None]()
@@ -39,7 +39,7 @@ STARTED = pytest.StashKey[float]()
 E2E_MODE = "e2e: the suites' black-box tests on a real cluster (provider {provider}, Kubernetes {version})"
 EVIDENCE_LINES = 40
 # The report sections fixtures/vendor.py attaches for the subject (attach_on_failure), and the marker line its
-# handles' report() puts before the subject's output (vendor_handles.py: "--- output (last 80 lines) ---").
+# handles' report() puts before the subject's output (vendor/handles.py: "--- output (last 80 lines) ---").
 SUBJECT_SECTIONS = ("vendor device plugin ", "vendor DRA driver ")
 SUBJECT_LOG_LINES = 20
 
@@ -98,7 +98,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def _check_marker(item: pytest.Item, marker: pytest.Mark) -> None:
-    from device_conformance.vendor_spec import DRA_DRIVER
+    from device_conformance.vendor.spec import DRA_DRIVER
 
     kinds = (DEVICE_PLUGIN, DRA_DRIVER)
     if not marker.args or any(a not in kinds for a in marker.args):

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.settings import PROVIDER_CAPABILITIES
 
 MEMORY_PER_WORKER_MIB = 1024

@@ -26,8 +26,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from device_conformance import suite_durations
-from device_conformance.errors import BadInput
+from device_conformance.core import suite_durations
+from device_conformance.core.errors import BadInput
 from device_conformance.fixtures.session import session_settings
 
 

@@ -17,7 +17,7 @@ import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain.cache import (
     BinarySet,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 MANIFEST = "MANIFEST.json"
 CACHE_ENV = "DEVICE_CONFORMANCE_CACHE"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.toolchain.cache import BinarySet, Progress, cache_root, ensure_cached
 from device_conformance.toolchain.gobuild import go_binary, run_go
 

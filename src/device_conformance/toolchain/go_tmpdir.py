@@ -15,7 +15,7 @@ import re
 import shutil
 from pathlib import Path
 
-from device_conformance.process import pid_alive
+from device_conformance.host.process import pid_alive
 from device_conformance.toolchain.cache import cache_root
 
 ENV = "GOTMPDIR"

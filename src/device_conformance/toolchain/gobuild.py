@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import DEFAULT_K8S_VERSION, KubeVersion
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.toolchain.go_tmpdir import which_go

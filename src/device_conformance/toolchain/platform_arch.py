@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import platform
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 # platform.machine() (uname -m) -> GOARCH. Linux says aarch64, macOS and the BSDs arm64.
 _GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}

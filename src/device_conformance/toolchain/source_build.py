@@ -34,9 +34,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.process import pid_alive
+from device_conformance.host.process import pid_alive
 from device_conformance.toolchain.cache import BinarySet, Progress, cache_root, ensure_cached
 from device_conformance.toolchain.gobuild import (
     build_kubernetes,

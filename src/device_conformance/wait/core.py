@@ -3,6 +3,9 @@
 `until(probe, ...)` calls probe() until it returns a non-None value (returned), or raises WaitTimeout
 with the last value seen (probe may return Pending(seen) to report progress). Exceptions from the probe
 count as "not yet" and are reported as the last thing seen.
+
+A check, the other convention, returns None when its condition holds and else a string saying what it saw;
+the same check serves `until_holds` (wait for it), `stays` and `Watch` (it must keep holding).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from device_conformance.errors import WaitTimeout
+from device_conformance.core.errors import WaitTimeout
 
 T = TypeVar("T")
 
@@ -73,6 +76,23 @@ def until(
         return retrying(attempt)
     except RetryError:
         raise WaitTimeout(what, timeout, last[0], history) from None
+
+
+def holding(check: Callable[[], str | None]) -> Callable[[], bool | Pending]:
+    """A check (None when it holds, else what it saw) as a probe for `until` or `until_progressing`."""
+
+    def probe() -> bool | Pending:
+        seen = check()
+        return True if seen is None else Pending(seen)
+
+    return probe
+
+
+def until_holds(
+    check: Callable[[], str | None], *, what: str, timeout: float, interval: float = 0.2, max_interval: float = 1.0
+) -> None:
+    """Poll a check until it returns None (its condition holds); on timeout, say what it last saw."""
+    until(holding(check), what=what, timeout=timeout, interval=interval, max_interval=max_interval)
 
 
 def stays(probe: Callable[[], str | None], *, what: str, duration: float, interval: float = 0.5) -> None:

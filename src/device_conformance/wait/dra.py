@@ -7,7 +7,7 @@ from typing import Any
 
 from kubernetes import client
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.kube import dra, pods
 from device_conformance.kube.client import Kube
 from device_conformance.wait.core import Pending, until

@@ -7,10 +7,10 @@ from typing import TypeVar
 
 from kubernetes import client
 
-from device_conformance import timeouts
+from device_conformance.core import timeouts
 from device_conformance.kube import nodes, pods
 from device_conformance.kube.client import Kube
-from device_conformance.wait.core import Abort, Pending, until
+from device_conformance.wait.core import Abort, Pending, until, until_holds
 
 T = TypeVar("T")
 
@@ -95,11 +95,11 @@ def _unless_gone(read: Callable[[], T]) -> T | None:
 def for_gone(read: Callable[[], T], describe: Callable[[T], str], *, what: str, timeout: float) -> None:
     """Until `read` answers 404: the API object is deleted (finalizers and all)."""
 
-    def probe() -> bool | Pending:
+    def gone() -> str | None:
         found = _unless_gone(read)
-        return True if found is None else Pending(describe(found))
+        return None if found is None else describe(found)
 
-    until(probe, what=what, timeout=timeout)
+    until_holds(gone, what=what, timeout=timeout)
 
 
 def for_pod_gone(kube: Kube, namespace: str, name: str, timeout: float = timeouts.POD_GONE) -> None:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from device_conformance import podresources, timeouts
-from device_conformance.podresources import PodResources
-from device_conformance.wait.core import Pending, until
+from device_conformance.core import timeouts
+from device_conformance.kube import podresources
+from device_conformance.kube.podresources import PodResources
+from device_conformance.wait.core import Pending, until, until_holds
 
 
 def for_listed_pod(
@@ -20,11 +21,11 @@ def for_listed_pod(
 
 
 def for_unlisted_pod(socket: str, namespace: str, name: str, timeout: float = timeouts.PODRESOURCES_LISTED) -> None:
-    def probe() -> bool | Pending:
+    def unlisted() -> str | None:
         entry = podresources.find_pod(podresources.list_pod_resources(socket), name, namespace)
-        return True if entry is None else Pending(f"still listed: {[(c.name, c.device_ids) for c in entry.containers]}")
+        return None if entry is None else f"still listed: {[(c.name, c.device_ids) for c in entry.containers]}"
 
-    until(probe, what=f"podresources to stop listing {namespace}/{name}", timeout=timeout)
+    until_holds(unlisted, what=f"podresources to stop listing {namespace}/{name}", timeout=timeout)
 
 
 def device_ids(socket: str, namespace: str, name: str, resource: str, container: str = "main") -> list[str]:

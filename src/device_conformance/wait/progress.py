@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from device_conformance.errors import CommandError, ConformanceError, WaitTimeout
+from device_conformance.core.errors import CommandError, ConformanceError, WaitTimeout
 from device_conformance.wait.core import Abort, Pending
 
 T = TypeVar("T")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance.errors import BadInput, CommandError
+from device_conformance.core.errors import BadInput, CommandError
 from device_conformance.node.base import WRITE_ATOMICALLY
 from device_conformance.node.cri import Sandbox
 from device_conformance.providers.agent import agent_node, deploy, manifest
@@ -471,7 +471,7 @@ def test_in_call():
     raise NotOnTestHost("/var/run/cdi is not a Unix socket on node n1", "fix")
 
 def test_other_bad_input_still_fails():
-    from device_conformance.errors import BadInput
+    from device_conformance.core.errors import BadInput
     raise BadInput("a real problem", "fix")
 """
     )

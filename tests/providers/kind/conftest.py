@@ -27,7 +27,7 @@ from node_images import (
     systemd_node_rootfs,
 )
 
-from device_conformance.dockercli import Docker
+from device_conformance.host.dockercli import Docker
 from device_conformance.providers.kind.node import KindNode
 
 

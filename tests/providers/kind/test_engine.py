@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind import engine
 

@@ -11,7 +11,7 @@ import uuid
 import pytest
 import yaml
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind.cli import KindCLI
 from device_conformance.providers.kind.layout import NODE_MOUNTS, KindLayout

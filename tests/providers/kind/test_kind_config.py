@@ -7,7 +7,7 @@ import shutil
 import pytest
 import yaml
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION
 from device_conformance.expectations.versions import KubeVersion

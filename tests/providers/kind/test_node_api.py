@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from device_conformance.dockercli import Docker
+from device_conformance.host.dockercli import Docker
 from device_conformance.node.base import NodeControl
 from device_conformance.node.kubelet import KubeletControl
 from device_conformance.node.transport import KubeletService, NodeTransport

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance.dockercli import Docker
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
+from device_conformance.host.dockercli import Docker
 from device_conformance.providers.kind import parallel
 from device_conformance.wait.core import until
 

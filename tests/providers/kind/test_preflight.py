@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance.dockercli import Docker
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.host.dockercli import Docker
 from device_conformance.providers.kind import preflight
 from device_conformance.providers.kind.provider import KindProvider
 

@@ -113,7 +113,7 @@ INNER_TEST = """
 import io, os, subprocess, tarfile, time
 from pathlib import Path
 
-from device_conformance.dockercli import Docker
+from device_conformance.host.dockercli import Docker
 
 
 def test_hold():
@@ -135,7 +135,7 @@ def test_the_session_engine_goes_with_everything_in_it_when_the_run_is_interrupt
     import subprocess
     import sys
 
-    from device_conformance.dockercli import Docker
+    from device_conformance.host.dockercli import Docker
     from device_conformance.wait.core import until
 
     if Docker().answers() is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.providers.kind import host
 
 

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from device_conformance.interrupts import deferred_interrupts
-from device_conformance.process import pid_alive
+from device_conformance.core.interrupts import deferred_interrupts
+from device_conformance.host.process import pid_alive
 from device_conformance.providers.local import teardown as local_teardown
 from device_conformance.providers.local.layout import RunLayout
 from device_conformance.providers.local.processes import RUN_ENV, read_environ

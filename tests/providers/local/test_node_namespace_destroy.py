@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from device_conformance.process import pid_alive
+from device_conformance.host.process import pid_alive
 from device_conformance.providers.local.node_namespace import NodeNamespace, mount_ns_inode
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="unshare --mount needs root")

@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 from device_conformance.toolchain.images.oci import Layer
 from device_conformance.toolchain.nodeimage import assemble, components, images
 from device_conformance.toolchain.nodeimage.cache import content_key
@@ -156,7 +156,7 @@ def test_a_rebuild_prunes_older_images_of_the_same_name_only(tmp_path):
 
 
 def test_a_build_without_root_is_refused_before_anything_is_fetched(monkeypatch):
-    from device_conformance.errors import BadInput
+    from device_conformance.core.errors import BadInput
     from device_conformance.expectations.versions import KubeVersion
 
     monkeypatch.setattr(assemble.os, "geteuid", lambda: 1000)

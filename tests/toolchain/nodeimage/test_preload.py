@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 from device_conformance.toolchain.containerd import DEFAULT_VERSION, containerd_dir
 from device_conformance.toolchain.images.oci import Layer, write_oci_tarball
 from device_conformance.toolchain.nodeimage import images

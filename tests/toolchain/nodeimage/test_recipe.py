@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.toolchain.nodeimage import kindbase, rootfs
 
 # The shape of sigs.k8s.io/kind v0.33.0 images/base/Dockerfile, shortened.

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Literal, cast
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.kubelet_state import devicemanager as dm
 from device_conformance.kubelet_state import dra, drahealth
 from device_conformance.kubelet_state.gojson import GoJSONError, object_shape, parse_json

@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from device_conformance.cli.checkpoint.files import add_kind, read
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.kubelet_state import allocresp, dra, drahealth
 from device_conformance.kubelet_state import devicemanager as dm
 

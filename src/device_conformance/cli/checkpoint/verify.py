@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from device_conformance.cli.checkpoint.files import KIND_LABELS, Kind, add_kind, detect_kind, read
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.kubelet_state import devicemanager as dm
 from device_conformance.kubelet_state import dra, drahealth
 

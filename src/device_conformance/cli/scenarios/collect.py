@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 from device_conformance.cli.scenarios.table import DeclaredTest
-from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.core.errors import BadInput, ConformanceError
 
 COLLECT_TIMEOUT = 300  # seconds; collecting every suite takes about one here
 NO_TESTS_COLLECTED = 5  # pytest.ExitCode.NO_TESTS_COLLECTED: an empty folder is no error here

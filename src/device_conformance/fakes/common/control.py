@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 from device_conformance.fakes.common.sockets import remove_socket
 
 Ops = Mapping[str, Callable[..., Any]]

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Protocol, TypeVar
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.control import ControlServer, Ops
 
 PARENT_POLL = 0.2  # seconds between checks that the parent is still there

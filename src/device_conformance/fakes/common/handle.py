@@ -11,8 +11,8 @@ from typing import Any, ClassVar, TypeVar
 
 import grpc
 
-from device_conformance import timeouts
-from device_conformance.errors import ConformanceError
+from device_conformance.core import timeouts
+from device_conformance.core.errors import ConformanceError
 from device_conformance.fakes.common.calls import RPC, Call, Registration, read_calls, summarize
 from device_conformance.fakes.common.control import ControlClient, ControlError
 from device_conformance.fakes.common.faults import BLOCK, CLAIM_ERROR, CRASH, DELAY, ERROR, BlockedCall, Fault

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from device_conformance import timeouts
-from device_conformance.errors import ConformanceError, WaitTimeout
-from device_conformance.process import kill_group_of_reaped_leader
+from device_conformance.core import timeouts
+from device_conformance.core.errors import ConformanceError, WaitTimeout
+from device_conformance.host.process import kill_group_of_reaped_leader
 from device_conformance.wait.core import Abort
 from device_conformance.wait.progress import Budget, of_process, until_progressing
 

@@ -8,7 +8,7 @@ import re
 import stat
 import tempfile
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 SUN_PATH_MAX = 107  # bytes a Unix socket path may have on Linux (sun_path is 108 with the NUL)
 

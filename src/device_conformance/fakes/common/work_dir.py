@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from device_conformance.process import pid_alive
+from device_conformance.host.process import pid_alive
 
 WORK_ROOT = Path("/tmp")
 OWNER_LOCK = "owner.lock"

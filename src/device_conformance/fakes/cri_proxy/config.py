@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 FIX_CONFIG = "write it with CRIProxyConfig(...).save(PATH) (fakes/cri_proxy/config.py)"
 

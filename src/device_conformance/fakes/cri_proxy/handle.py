@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.calls import Call
 from device_conformance.fakes.common.faults import DROP, Fault
 from device_conformance.fakes.common.handle import FakeHandle

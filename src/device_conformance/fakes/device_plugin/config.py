@@ -12,7 +12,7 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 FIX_CONFIG = "write it with DevicePluginConfig(...).save(PATH) (fakes/device_plugin/config.py)"
 

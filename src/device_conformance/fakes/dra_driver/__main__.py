@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.control import ControlServer
 from device_conformance.fakes.dra_driver.config import DriverConfig
 from device_conformance.fakes.dra_driver.driver import Driver

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.sockets import SUN_PATH_MAX
 
 FIX_CONFIG = "write it with DriverConfig(...).to_json() (fakes/dra_driver/config.py)"

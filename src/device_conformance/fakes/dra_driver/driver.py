@@ -14,7 +14,7 @@ from typing import Any
 
 import grpc
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.calls import CallLog
 from device_conformance.fakes.common.faults import Faults
 from device_conformance.fakes.common.rpc import UnknownMethods

@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.calls import CallLog
 from device_conformance.fakes.common.rpc import to_dict
 from device_conformance.protos.drahealth.v1alpha1 import api_pb2, api_pb2_grpc

@@ -9,7 +9,7 @@ import threading
 import traceback
 from typing import Any
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.dra_driver.config import DeviceSpec, DriverConfig
 from device_conformance.fakes.dra_driver.kubeapi import KubeApi
 from device_conformance.fakes.dra_driver.resourceslices import build_pool_slices

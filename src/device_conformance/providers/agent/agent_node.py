@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from device_conformance.errors import BadInput, CommandError
+from device_conformance.core.errors import BadInput, CommandError
 from device_conformance.node.base import NodeControl
 from device_conformance.node.cri import CRIClient
 from device_conformance.node.systemd import HEALTHZ, SystemdKubelet

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from device_conformance.errors import CommandError, ConformanceError
+from device_conformance.core.errors import CommandError, ConformanceError
 
 CONNECT_TIMEOUT = 10
 MAX_REPLY = 256 * 1024 * 1024

@@ -19,8 +19,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from device_conformance import timeouts
-from device_conformance.errors import BadInput, ConformanceError, WaitTimeout
+from device_conformance.core import timeouts
+from device_conformance.core.errors import BadInput, ConformanceError, WaitTimeout
 from device_conformance.kube.client import Kube
 from device_conformance.providers.agent import manifest
 from device_conformance.providers.agent.agent_node import AgentNode, AgentTransport

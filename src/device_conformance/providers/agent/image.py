@@ -12,8 +12,8 @@ import hashlib
 import tempfile
 from pathlib import Path
 
-from device_conformance.errors import BadInput
-from device_conformance.process import run
+from device_conformance.core.errors import BadInput
+from device_conformance.host.process import run
 from device_conformance.toolchain.go_tmpdir import which_go
 from device_conformance.toolchain.images.build import BUSYBOX, Image
 from device_conformance.toolchain.images.oci import Layer, write_oci_tarball

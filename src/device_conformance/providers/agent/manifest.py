@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 LABEL = "device-conformance.io/node-agent"
 SESSION_LABEL = "device-conformance.io/session"

@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.dockercli import Docker
-from device_conformance.process import run
+from device_conformance.host.dockercli import Docker
+from device_conformance.host.process import run
 
 CREATE_WAIT = "180s"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.cluster import ComponentSettings, settings_for
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.providers.kind.layout import KindLayout

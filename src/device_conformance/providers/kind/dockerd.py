@@ -27,12 +27,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance import timeouts
-from device_conformance.dockercli import Docker
-from device_conformance.errors import BadInput, ConformanceError
-from device_conformance.process import pid_alive, terminate
+from device_conformance.core import timeouts
+from device_conformance.core.errors import BadInput, ConformanceError
+from device_conformance.host.dockercli import Docker
+from device_conformance.host.process import pid_alive, terminate
 from device_conformance.providers.kind import capwrap
-from device_conformance.wait.core import Abort, Pending
+from device_conformance.wait.core import Abort, holding
 from device_conformance.wait.progress import Budget, of_process, until_progressing
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -175,15 +175,14 @@ class PrivateDockerd:
         )  # fmt: skip
 
     def _wait_ready(self) -> None:
-        def probe() -> bool | Pending:
+        def answers() -> str | None:
             if self.process is not None and self.process.poll() is not None:
                 raise Abort(f"dockerd exited with {self.process.returncode}:\n{self.log_tail()}")
-            problem = self.docker.answers()
-            return True if problem is None else Pending(problem)
+            return self.docker.answers()
 
         try:
             until_progressing(
-                probe,
+                holding(answers),
                 what="the private dockerd to answer",
                 progress=of_process(
                     lambda: self.process.pid if self.process else self.pid, [self.root / "dockerd.log"]

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-from device_conformance.dockercli import Docker
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.host.dockercli import Docker
 from device_conformance.providers.kind.dockerd import PrivateDockerd
 
 Log = Callable[[str], None]

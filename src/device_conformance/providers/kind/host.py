@@ -7,9 +7,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.dockercli import Docker
-from device_conformance.errors import BadInput
-from device_conformance.process import run
+from device_conformance.core.errors import BadInput
+from device_conformance.host.dockercli import Docker
+from device_conformance.host.process import run
 
 # Debian's Docker engine (dockerd + containerd + runc); the CLI alone is not enough.
 DOCKER_PACKAGE = "docker.io"

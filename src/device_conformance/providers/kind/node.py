@@ -15,10 +15,10 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
-from device_conformance.dockercli import Docker
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 from device_conformance.expectations.cluster import settings_for
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.host.dockercli import Docker
 from device_conformance.node.base import WRITE_ATOMICALLY, NodeControl
 from device_conformance.node.cri import CRIClient, Crictl
 from device_conformance.node.kubelet import START_TIMEOUT

@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from device_conformance.dockercli import Docker
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
+from device_conformance.host.dockercli import Docker
 
 KIND_NETWORK = "kind"
 # kind warns above 50 characters (clusterNameMax): node hostnames derive from the name.

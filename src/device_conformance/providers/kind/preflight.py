@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.dockercli import Docker
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION, PUBLISHED_WITH_KIND, image_version
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.host.dockercli import Docker
 from device_conformance.providers.kind.tools import require_kind
 
 # kind's known-issues.md ("Pod errors due to too many open files"; kind #2928, #3317): below these,

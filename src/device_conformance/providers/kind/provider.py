@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.dockercli import Docker
-from device_conformance.errors import CommandError, ConformanceError
+from device_conformance.core.errors import CommandError, ConformanceError
 from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.host.dockercli import Docker
 from device_conformance.kube.client import Kube
 from device_conformance.providers.base import ClusterHandle
 from device_conformance.providers.kind import config, dockerd, parallel

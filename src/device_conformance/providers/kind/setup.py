@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import os
 
-from device_conformance.dockercli import Docker
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.kind import default_node_image
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.host.dockercli import Docker
 from device_conformance.providers.kind import engine, host, preflight
 from device_conformance.providers.kind.dockerd import host_missing_capabilities
 from device_conformance.providers.kind.tools import find_kind, install_kind, kind_version, require_kind

@@ -11,7 +11,7 @@ import os
 import shutil
 from dataclasses import asdict, dataclass
 
-from device_conformance.process import pid_alive
+from device_conformance.host.process import pid_alive
 from device_conformance.providers.kind.layout import KindLayout, kind_root
 
 

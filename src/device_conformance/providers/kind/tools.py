@@ -8,10 +8,10 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION, minimum_kind
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.process import run
+from device_conformance.host.process import run
 from device_conformance.toolchain.go_tools import GoTool
 
 _KIND_VERSION_RE = re.compile(r"kind v(\d+)\.(\d+)\.(\d+)")

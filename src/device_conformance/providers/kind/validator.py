@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.core.errors import BadInput, ConformanceError
 from device_conformance.toolchain.cache import cache_root
 from device_conformance.toolchain.go_tmpdir import which_go
 

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from device_conformance import timeouts
-from device_conformance.errors import ConformanceError
+from device_conformance.core import timeouts
+from device_conformance.core.errors import ConformanceError
 from device_conformance.expectations.cluster import control_plane_settings_for, settings_for
 from device_conformance.expectations.versions import KubeVersion
+from device_conformance.host.process import run
 from device_conformance.node.cri import CRIClient
-from device_conformance.process import run
 from device_conformance.providers.local import cgroups, components, configs, health, ports
 from device_conformance.providers.local.layout import RunLayout, state_root
 from device_conformance.providers.local.leftovers import live_port_bases

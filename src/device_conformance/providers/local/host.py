@@ -6,8 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
-from device_conformance.errors import BadInput
-from device_conformance.process import run
+from device_conformance.core.errors import BadInput
+from device_conformance.host.process import run
 from device_conformance.providers.local.configs import CNI_BIN_DIR
 
 # command (or absolute path) -> Debian package that provides it. containerd is not here: Debian's

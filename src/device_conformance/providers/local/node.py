@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from device_conformance.errors import CommandError, ConformanceError
+from device_conformance.core.errors import CommandError, ConformanceError
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.base import NodeControl
 from device_conformance.node.cri import CRIClient

@@ -18,8 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from device_conformance.errors import ConformanceError
-from device_conformance.process import pid_alive, run
+from device_conformance.core.errors import ConformanceError
+from device_conformance.host.process import pid_alive, run
 from device_conformance.providers.local.layout import NODE_PRIVATE_PATHS, RunLayout, state_root
 from device_conformance.providers.local.processes import RUN_ENV
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 FIRST_PORT = 21000
 PORTS_PER_RUN = 10

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.process import pid_alive, terminate
+from device_conformance.host.process import pid_alive, terminate
 
 # Every process a run starts carries its run id in this environment variable (children inherit it), so
 # teardown finds what the run's state does not record: a process started moments before a crash.

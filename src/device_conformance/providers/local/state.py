@@ -7,7 +7,7 @@ import os
 import threading
 from dataclasses import asdict, dataclass, field, fields
 
-from device_conformance.process import pid_alive
+from device_conformance.host.process import pid_alive
 from device_conformance.providers.local.layout import RunLayout
 from device_conformance.providers.local.processes import ProcessRecord, start_time
 

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from device_conformance.interrupts import deferred_interrupts
+from device_conformance.core.interrupts import deferred_interrupts
+from device_conformance.host.process import pid_alive, run
 from device_conformance.node.cri import CRIClient
-from device_conformance.process import pid_alive, run
 from device_conformance.providers.local import cgroups
 from device_conformance.providers.local.layout import RunLayout, state_root
 from device_conformance.providers.local.node_namespace import NodeNamespace, host_dirs_lock, remove_created_host_dirs
@@ -25,7 +25,7 @@ CONTROL_PLANE_STOP_ORDER = ("kube-scheduler", "kube-controller-manager", "kube-a
 def teardown(layout: RunLayout, log: Callable[[str], None] = lambda _: None) -> list[str]:
     """Tear down the run at layout; returns problems that remain (empty when everything is gone).
 
-    Ctrl-C during it is held until it is done (interrupts.py), then raised."""
+    Ctrl-C during it is held until it is done (core/interrupts.py), then raised."""
     with deferred_interrupts(log):
         return _teardown(layout, log)
 

@@ -9,8 +9,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.errors import BadInput
-from device_conformance.process import run
+from device_conformance.core.errors import BadInput
+from device_conformance.host.process import run
 from device_conformance.toolchain.images.oci import Layer, write_oci_tarball
 
 PAUSE_IMAGE = "device-conformance.local/pause:v1"

@@ -19,10 +19,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.errors import BadInput, ConformanceError
+from device_conformance.core.errors import BadInput, ConformanceError
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION
 from device_conformance.expectations.versions import KubeVersion
-from device_conformance.process import run
+from device_conformance.host.process import run
 from device_conformance.toolchain import binaries as k8s
 from device_conformance.toolchain.cache import MANIFEST, BinarySet, Progress, ensure_cached, has_manifest, sha256
 from device_conformance.toolchain.containerd import DEFAULT_VERSION as CONTAINERD_VERSION

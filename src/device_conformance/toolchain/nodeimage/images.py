@@ -23,8 +23,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from device_conformance.errors import BadInput, ConformanceError
-from device_conformance.process import run, terminate
+from device_conformance.core.errors import BadInput, ConformanceError
+from device_conformance.host.process import run, terminate
 from device_conformance.toolchain.cache import Progress
 from device_conformance.toolchain.images.oci import Layer, write_oci_tarball
 from device_conformance.toolchain.platform_arch import gnu_triplet

@@ -12,7 +12,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.expectations.kind import KIND_INSTALL_VERSION
 from device_conformance.toolchain.gobuild import go_binary, go_mod_download
 

@@ -9,8 +9,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from device_conformance.errors import BadInput
-from device_conformance.process import run
+from device_conformance.core.errors import BadInput
+from device_conformance.host.process import run
 from device_conformance.toolchain.cache import Progress, ensure_cached
 from device_conformance.toolchain.nodeimage.cache import entry, record_inputs
 from device_conformance.toolchain.nodeimage.kindbase import BaseRecipe

@@ -12,7 +12,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
 from device_conformance.protos.podresources.v1 import api_pb2 as pb
 from device_conformance.protos.podresources.v1 import api_pb2_grpc as pb_grpc
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from device_conformance.errors import CommandError
+from device_conformance.core.errors import CommandError
 
 
 def run(

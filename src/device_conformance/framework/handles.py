@@ -11,11 +11,11 @@ from typing import Any, ClassVar, Protocol, Self
 
 from kubernetes import client
 
-from device_conformance import podresources, timeouts
-from device_conformance.errors import ConformanceError
-from device_conformance.kube import dra, nodes, pods
+from device_conformance.core import timeouts
+from device_conformance.core.errors import ConformanceError
+from device_conformance.kube import dra, nodes, podresources, pods
 from device_conformance.kube.client import Kube
-from device_conformance.podresources import PodResources
+from device_conformance.kube.podresources import PodResources
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait_kube
 from device_conformance.wait import podresources as wait_podresources

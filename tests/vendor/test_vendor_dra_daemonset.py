@@ -11,13 +11,13 @@ import pytest
 from device_conformance.fixtures.vendor import MANIFESTS, cdi_specs
 from kubernetes.client.exceptions import ApiException
 
-from device_conformance import vendor_handles
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.kube.manifests import MANIFEST_KINDS, apply_manifest, delete_manifest, manifest_objects
 from device_conformance.node.base import NodeControl
 from device_conformance.settings import resolve
-from device_conformance.vendor_handles import VendorDaemonSetHandle
-from device_conformance.vendor_spec import DRA_DRIVER, UPSTREAM_DAEMONSETS, parse
+from device_conformance.vendor import handles as vendor_handles
+from device_conformance.vendor.handles import VendorDaemonSetHandle
+from device_conformance.vendor.spec import DRA_DRIVER, UPSTREAM_DAEMONSETS, parse
 
 DRIVER = "test-driver.cdi.k8s.io"
 
@@ -171,7 +171,7 @@ class FilesTransport:
         self.files, self.commands = files, []
 
     def run(self, argv, *, check=True, stdin=None, timeout=30):
-        from device_conformance.errors import CommandError
+        from device_conformance.core.errors import CommandError
 
         self.commands.append(argv[0])
         if argv[0] == "find":

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.settings import resolve
 from device_conformance.toolchain.images.build import shared_libraries
-from device_conformance.vendor_handles import STOP_EXPRESSION, STOP_LABEL, VendorDaemonSetHandle, has_stop_term
-from device_conformance.vendor_handles import with_stop_term as stop
-from device_conformance.vendor_spec import DEVICE_PLUGIN, parse
+from device_conformance.vendor.handles import STOP_EXPRESSION, STOP_LABEL, VendorDaemonSetHandle, has_stop_term
+from device_conformance.vendor.handles import with_stop_term as stop
+from device_conformance.vendor.spec import DEVICE_PLUGIN, parse
 
 
 def test_daemonset_specs():
@@ -218,7 +218,7 @@ def test_handle_verbs_go_through_the_daemonset_and_the_node():
 def test_a_pod_that_never_gets_ready_times_out_naming_it():
     core = FakeCore([_pod("gpu-plugin-a", "2", ready=False)])
     handle = _handle(core, [])
-    from device_conformance.errors import ConformanceError
+    from device_conformance.core.errors import ConformanceError
 
     with pytest.raises((ConformanceError, TimeoutError, AssertionError)) as raised:
         handle.wait_ready()
@@ -287,7 +287,7 @@ def test_a_missing_daemonset_or_one_without_a_pod_on_the_node_is_bad_input():
 
 
 def test_pid_of_verbose_container_status():
-    from device_conformance.errors import ConformanceError
+    from device_conformance.core.errors import ConformanceError
     from device_conformance.node.cri import pid_of
 
     assert pid_of({"info": '{"sandboxID": "s", "pid": 4242}'}, "abc") == 4242  # CRI over gRPC: a JSON string

@@ -7,7 +7,7 @@ subject starts (the local provider runs it as a host process, like our fakes; th
 the node's kubelet directories). `upstream:<name>` names one of upstream's own subjects, built from the Go
 module of the version under test (certify/upstream.py).
 
-Pure parsing and substitution here (no process, no cluster): tests/test_vendor_spec.py.
+Pure parsing and substitution here (no process, no cluster): tests/vendor/test_vendor_spec.py.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import string
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 
 DEVICE_PLUGIN, DRA_DRIVER = "device-plugin", "dra-driver"
 
@@ -65,10 +65,10 @@ UPSTREAM_COMMANDS: dict[str, str] = {
 
 
 # Upstream subjects the suite can deploy as a DaemonSet itself (--vendor-daemonset upstream:<name>), with the
-# namespace and name it gives them (manifests in vendor_manifests/).
+# namespace and name it gives them (manifests in vendor/manifests/).
 UPSTREAM_DAEMONSETS: dict[str, tuple[str, str]] = {
     "sample-device-plugin": ("kube-system", "dc-sample-device-plugin"),
-    # with its ServiceAccount and ClusterRole(Binding) for ResourceSlices (vendor_manifests/dra-test-driver.yaml)
+    # with its ServiceAccount and ClusterRole(Binding) for ResourceSlices (vendor/manifests/dra-test-driver.yaml)
     "dra-test-driver": ("kube-system", "dc-dra-test-driver"),
 }
 # A Kubernetes namespace or DaemonSet name: a DNS label (namespace) / subdomain (object name).

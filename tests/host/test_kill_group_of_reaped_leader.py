@@ -8,7 +8,7 @@ import sys
 import time
 
 from device_conformance.fakes.common.process import FakeProcess
-from device_conformance.process import kill_group_of_reaped_leader, pid_alive
+from device_conformance.host.process import kill_group_of_reaped_leader, pid_alive
 
 # A leader that starts a child in its own group, prints the child's pid and exits (a shell wrapper's plugin).
 WRAPPER = "import subprocess, sys; c = subprocess.Popen(['sleep', '60']); print(c.pid, flush=True)"

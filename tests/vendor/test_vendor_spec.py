@@ -8,11 +8,11 @@ import shlex
 
 import pytest
 
-from device_conformance import vendor_spec
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.kube import kubelet_metrics, metrics
 from device_conformance.settings import resolve
-from device_conformance.vendor_spec import DEVICE_PLUGIN, DRA_DRIVER, parse, placeholders_of, render
+from device_conformance.vendor import spec as vendor_spec
+from device_conformance.vendor.spec import DEVICE_PLUGIN, DRA_DRIVER, parse, placeholders_of, render
 
 pytest_plugins = ["pytester"]
 

@@ -7,7 +7,7 @@ from concurrent import futures
 import grpc
 import pytest
 
-from device_conformance.podresources import (
+from device_conformance.kube.podresources import (
     ClaimResource,
     Devices,
     PodResourcesError,

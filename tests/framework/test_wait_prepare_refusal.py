@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from device_conformance.errors import WaitTimeout
-from device_conformance.handles import ClaimPodHandle
+from device_conformance.core.errors import WaitTimeout
+from device_conformance.framework.handles import ClaimPodHandle
 from device_conformance.kube import pods
 
 LAG = (

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import pytest
 from kubernetes import client
 
-from device_conformance import taint_eviction
-from device_conformance.errors import ConformanceError
+from device_conformance.core.errors import ConformanceError
+from device_conformance.framework import taint_eviction
 
 
 @dataclass

@@ -11,10 +11,10 @@ import grpc
 import pytest
 from kubernetes import client
 
-from device_conformance import timeouts
-from device_conformance.errors import ConformanceError
-from device_conformance.handles import ClaimPodHandle, NodeResource, PodHandle
-from device_conformance.podresources import DEFAULT_SOCKET
+from device_conformance.core import timeouts
+from device_conformance.core.errors import ConformanceError
+from device_conformance.framework.handles import ClaimPodHandle, NodeResource, PodHandle
+from device_conformance.kube.podresources import DEFAULT_SOCKET
 from device_conformance.protos.podresources.v1 import api_pb2 as pb
 from device_conformance.protos.podresources.v1 import api_pb2_grpc as pb_grpc
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.sockets import sun_path_trouble
 from device_conformance.fakes.device_plugin.as_subject import socket_name
 from device_conformance.kube.kubelet_metrics import KubeletCounts
-from device_conformance.vendor_handles import ShortDirs, VendorDevicePluginHandle, check_socket_path, node_values
-from device_conformance.vendor_spec import parse
+from device_conformance.vendor.handles import ShortDirs, VendorDevicePluginHandle, check_socket_path, node_values
+from device_conformance.vendor.spec import parse
 
 # The local provider's host path of a node's /var/lib/kubelet/device-plugins (layout.py RunLayout.private).
 HOST_PLUGIN_DIR = "/var/lib/device-conformance/runs/20261128-0800/node/kubelet/device-plugins"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from device_conformance import suite_durations
+from device_conformance.core import suite_durations
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">
@@ -51,7 +51,7 @@ def test_load_reads_the_file_under_the_root_and_nothing_without_it(tmp_path):
 
 def test_the_committed_durations_name_only_tests_that_exist():
     """A renamed or deleted test leaves a stale entry: `make durations` after a whole run writes the file anew."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     stale = []
     for nodeid in suite_durations.load(root):
         path, name = nodeid.split("::", 1)

@@ -19,13 +19,13 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from device_conformance.errors import BadInput
+from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.handle import PROCESS, ProcessHandle
 from device_conformance.fakes.common.process import FakeProcess
 from device_conformance.fakes.common.sockets import SUN_PATH_MAX, sun_path_trouble, too_long_paths
+from device_conformance.host.process import kill_group_of_reaped_leader
 from device_conformance.kube.kubelet_metrics import KubeletCounts
-from device_conformance.process import kill_group_of_reaped_leader
-from device_conformance.vendor_spec import DEVICE_PLUGIN, NODE_PATHS, VendorSpec, socket_names
+from device_conformance.vendor.spec import DEVICE_PLUGIN, NODE_PATHS, VendorSpec, socket_names
 
 # A vendor's subject can only be run (the names: fakes/common/handle.py).
 VENDOR_CAPABILITIES = frozenset({PROCESS})

@@ -7,8 +7,8 @@ from typing import Any
 
 from kubernetes import client
 
-from device_conformance import timeouts
-from device_conformance.handles import ClaimPodHandle, PodHandle
+from device_conformance.core import timeouts
+from device_conformance.framework.handles import ClaimPodHandle, PodHandle
 from device_conformance.kube import pods
 
 # pkg/controller/devicetainteviction/device_taint_eviction.go: the condition it adds and the event it records

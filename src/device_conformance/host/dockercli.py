@@ -8,7 +8,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from device_conformance.errors import BadInput, CommandError
+from device_conformance.core.errors import BadInput, CommandError
 
 DOCKER_TIMEOUT = 300
 

@@ -37,7 +37,7 @@ CHILD = textwrap.dedent(
 PARENT = textwrap.dedent(
     """
     import signal, sys
-    from device_conformance.process import run_passing_interrupts
+    from device_conformance.host.process import run_passing_interrupts
     def as_interrupt(*_):
         raise KeyboardInterrupt
     signal.signal(signal.SIGTERM, as_interrupt)  # as bench/soak.py does
