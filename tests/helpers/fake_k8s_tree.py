@@ -49,12 +49,15 @@ def source_tree(root: Path, staging: tuple[str, ...] = STAGING, *, version_defs:
     return root
 
 
-def module_cache(root: Path, version: str = "v1.37.1", staging_version: str = "v0.37.1") -> tuple[dict, list[dict]]:
+def module_cache(
+    root: Path, version: str = "v1.37.1", staging_version: str = "v0.37.1", not_served: tuple[str, ...] = ()
+) -> tuple[dict, list[dict]]:
     """A fake module cache holding k8s.io/kubernetes (go.mod replaces api and kubelet, go.work also uses
     sample-controller, as 1.37's go.work uses modules the commands never import) and its staging modules;
-    returns the `go mod download -json` records."""
+    returns the `go mod download -json` records. `not_served`: more staging modules go.mod replaces, with no
+    record (the proxy refused them)."""
     kubernetes = root / f"k8s.io/kubernetes@{version}"
-    write(kubernetes / "go.mod", kubernetes_gomod())
+    write(kubernetes / "go.mod", kubernetes_gomod((*STAGING, *not_served)))
     write(kubernetes / "go.work", go_work((*STAGING, "k8s.io/sample-controller")))
     write(kubernetes / "pkg/kubelet/cm/devicemanager/manager.go", "package devicemanager\n")
     write(kubernetes / "hack/update-codegen.sh", "#!/bin/sh\n")

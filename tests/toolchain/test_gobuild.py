@@ -34,6 +34,26 @@ def test_wrapper_replaces_every_staging_module_with_its_published_tag():
     assert "./staging" not in text
 
 
+def test_modules_no_server_binary_imports_are_empty_local_stand_ins(tmp_path):
+    gomod = KUBERNETES_GOMOD.replace(
+        "\tk8s.io/api => ./staging/src/k8s.io/api",
+        "\tk8s.io/api => ./staging/src/k8s.io/api\n\tk8s.io/ktesting => ./staging/src/k8s.io/ktesting"
+        "\n\tk8s.io/sample-apiserver => ./staging/src/k8s.io/sample-apiserver",
+    )
+    text = gobuild.wrapper_gomod(KubeVersion(1, 38, 0, "beta.0"), gomod)
+    assert "\tk8s.io/ktesting => ./unimported/k8s.io/ktesting" in text
+    assert "\tk8s.io/sample-apiserver => ./unimported/k8s.io/sample-apiserver" in text
+    assert "\tk8s.io/api => k8s.io/api v0.38.0-beta.0" in text
+    assert gobuild.write_unimported_stubs(tmp_path, text) == ["k8s.io/ktesting", "k8s.io/sample-apiserver"]
+    stub = (tmp_path / "unimported/k8s.io/ktesting/go.mod").read_text()
+    assert stub.splitlines()[-1] == "module k8s.io/ktesting"
+    assert gobuild.build_requirements(KubeVersion(1, 38, 0, "beta.0"), gomod) == [
+        "k8s.io/api@v0.38.0-beta.0",
+        "k8s.io/kubelet@v0.38.0-beta.0",
+        "k8s.io/streaming@v0.38.0-beta.0",
+    ]
+
+
 def test_wrapper_refuses_a_gomod_without_staging_modules():
     with pytest.raises(BadInput):
         gobuild.wrapper_gomod(KubeVersion(1, 37, 1), "module k8s.io/kubernetes\n\ngo 1.26.0\n")

@@ -73,6 +73,32 @@ def test_get_assembles_a_writable_tree_that_knows_its_version(tmp_path, monkeypa
     assert sorted(p.name for p in target.parent.iterdir()) == ["k8s"]  # no partial directory left
 
 
+def test_a_refused_module_no_server_binary_imports_becomes_an_empty_stand_in(tmp_path, monkeypatch):
+    kubernetes, staging = module_cache(tmp_path / "mod", not_served=("k8s.io/ktesting",))
+    asked = []
+
+    def download(specs, version):
+        asked.append(list(specs))
+        by_spec = {f"{r['Path']}@{r['Version']}": r for r in staging}
+        return [kubernetes] if specs == [f"k8s.io/kubernetes@{version.tag}"] else [by_spec[spec] for spec in specs]
+
+    def try_download(specs, version, go):
+        asked.append(list(specs))
+        return [], "k8s.io/ktesting@v0.37.1: reading https://proxy.golang.org/...: 403 Forbidden"
+
+    monkeypatch.setattr(source_get, "download_modules", download)
+    monkeypatch.setattr(source_get, "download_for_version", try_download)
+    monkeypatch.setattr(source_get, "go_binary", lambda: "go")
+    said = []
+    target = tmp_path / "k8s"
+    source_get.get_tree(V, target, progress=said.append)
+    assert asked[1:] == [["k8s.io/api@v0.37.1", "k8s.io/kubelet@v0.37.1"], ["k8s.io/ktesting@v0.37.1"]]
+    assert (target / "staging/src/k8s.io/ktesting/go.mod").read_text().splitlines()[-1] == "module k8s.io/ktesting"
+    assert [p.name for p in (target / "staging/src/k8s.io/ktesting").iterdir()] == ["go.mod"]
+    source_tree.check_tree(target)
+    assert any("k8s.io/ktesting@v0.37.1: the Go module proxy refuses it" in line for line in said), said
+
+
 def test_get_refuses_a_directory_that_is_not_empty(tmp_path, monkeypatch):
     _fake_downloads(monkeypatch, tmp_path)
     (tmp_path / "k8s").mkdir()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain.cache import cache_root
-from device_conformance.toolchain.gobuild import go_binary, module_gomod, run_go, wrapper_gomod
+from device_conformance.toolchain.gobuild import go_binary, module_gomod, run_go, wrapper_gomod, write_unimported_stubs
 
 SAMPLE_DEVICE_PLUGIN = "k8s.io/kubernetes/test/images/sample-device-plugin"
 DRA_TEST_DRIVER = "k8s.io/kubernetes/test/e2e/dra/test-driver"
@@ -67,6 +67,7 @@ def build_upstream(version: KubeVersion, package: str, progress: Callable[[str],
                 shutil.copyfile(shared / name, module / name)
     else:
         (module / "go.mod").write_text(wrapper_gomod(version, module_gomod(version)))
+    write_unimported_stubs(module, (module / "go.mod").read_text())
     argv = [go_binary(package, None), "build", "-v", "-o", str(target), package]
     run_go(argv, module, f"{target.name} {version.tag}", progress, env={"GOFLAGS": "-mod=mod"})
     return target

@@ -32,10 +32,17 @@ PROGRESS_EVERY_SECONDS = 15
 # answers 403 for them at some versions (v0.31.4, v0.33.13, v0.34.10, v0.35.8, v0.37.2, checked 2026-11-27),
 # so builds and `k8s-source get` leave them out.
 UNBUILT_STAGING = ("k8s.io/sample-cli-plugin", "k8s.io/sample-controller")
-# Required by k8s.io/kubernetes's go.mod (test code) but imported by no server binary: v1.31.4 and v1.33.13 built
-# here while the proxy answered 403 for k8s.io/sample-apiserver at v0.31.4 and v0.33.13 (2026-11-28). Builds keep
-# its replace directive (harmless); build_requirements does not ask the proxy for it.
-NOT_IMPORTED_BY_SERVER_BINARIES = (*UNBUILT_STAGING, "k8s.io/sample-apiserver")
+# Required by k8s.io/kubernetes's go.mod for its tests but imported by no server binary: k8s.io/sample-apiserver
+# (an example; the proxy answered 403 for it at v0.31.4 and v0.33.13, 2026-11-28) and, from 1.38, k8s.io/ktesting
+# (imported at v1.38.0-beta.0 only by */testing packages: cmd/kube-apiserver/app/testing, pkg/kubelet/runtimeclass/
+# testing, pkg/controlplane/apiserver/samples/generic/server/testing; 403 for its .mod and .zip, 2026-11-28).
+# The wrapper module replaces each with an empty local module (UNIMPORTED_DIR): the module graph needs its go.mod,
+# no build needs its packages, so the proxy's answer for it cannot block a release. build_requirements does not
+# ask the proxy for them.
+NOT_IMPORTED_BY_SERVER_BINARIES = (*UNBUILT_STAGING, "k8s.io/sample-apiserver", "k8s.io/ktesting")
+# Where the wrapper module's stand-ins for NOT_IMPORTED_BY_SERVER_BINARIES live, relative to it.
+UNIMPORTED_DIR = "unimported"
+_STUB_REPLACE_RE = re.compile(rf"^\s*(\S+) => \./{UNIMPORTED_DIR}/(\S+)\s*$", re.M)
 
 # `go` refuses a module whose go.mod needs a newer Go while GOTOOLCHAIN=local (the Go distribution's go.env
 # default here): "k8s.io/kubernetes@v1.38.0-beta.0 requires go >= 1.27.0 (running go 1.26.8; GOTOOLCHAIN=local)".
@@ -275,9 +282,28 @@ def wrapper_gomod(version: KubeVersion, kubernetes_gomod: str) -> str:
     if godebug:
         lines += ["", f"godebug {godebug.group(1)}"]
     lines += ["", f"require k8s.io/kubernetes {version.tag}", "", "replace ("]
-    lines += [f"\t{name} => {name} {version.staging_tag}" for name in staging]
+    lines += [
+        f"\t{name} => ./{UNIMPORTED_DIR}/{name}"
+        if name in NOT_IMPORTED_BY_SERVER_BINARIES
+        else f"\t{name} => {name} {version.staging_tag}"
+        for name in staging
+    ]
     lines += [")", ""]
     return "\n".join(lines)
+
+
+def write_unimported_stubs(module_dir: Path, gomod: str) -> list[str]:
+    """Write the empty stand-in module of every `=> ./unimported/<name>` replace in the wrapper go.mod `gomod`
+    into module_dir; return their module paths."""
+    stubs = []
+    for name, relative in _STUB_REPLACE_RE.findall(gomod):
+        stub = module_dir / UNIMPORTED_DIR / relative
+        stub.mkdir(parents=True, exist_ok=True)
+        (stub / "go.mod").write_text(
+            f"// A stand-in written by device-conformance: no server binary imports {name}'s packages.\nmodule {name}\n"
+        )
+        stubs.append(name)
+    return stubs
 
 
 def version_ldflags(version: KubeVersion) -> str:
@@ -303,6 +329,7 @@ def build_kubernetes(
     workdir = cache_root() / "gobuild" / version.tag
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "go.mod").write_text(gomod)
+    write_unimported_stubs(workdir, gomod)
     argv = [go, "build", "-v", "-ldflags", version_ldflags(version), "-o", str(target) + "/"]
     argv += [f"k8s.io/kubernetes/cmd/{name}" for name in components]
     toolchain = chosen_toolchain(version)

@@ -18,7 +18,12 @@ from pathlib import Path
 from device_conformance.core.errors import BadInput
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.toolchain.cache import Progress
-from device_conformance.toolchain.gobuild import download_modules
+from device_conformance.toolchain.gobuild import (
+    NOT_IMPORTED_BY_SERVER_BINARIES,
+    download_for_version,
+    download_modules,
+    go_binary,
+)
 from device_conformance.toolchain.source_tree import (
     tree_staging_modules,
     without_unbuilt_staging,
@@ -39,12 +44,16 @@ class Placement:
 
 
 def assembly_plan(
-    version: KubeVersion, kubernetes: Mapping[str, str], staging: Sequence[Mapping[str, str]]
+    version: KubeVersion,
+    kubernetes: Mapping[str, str],
+    staging: Sequence[Mapping[str, str]],
+    stand_ins: Sequence[str] = (),
 ) -> list[Placement]:
     """Where each downloaded module goes: k8s.io/kubernetes at the root, each staging module under
-    staging/src/<module path>. `kubernetes` and `staging` are `go mod download -json` records."""
+    staging/src/<module path>. `kubernetes` and `staging` are `go mod download -json` records; `stand_ins` are
+    staging modules the proxy refused that no server binary imports (written by write_stand_in instead)."""
     root = Path(kubernetes["Dir"])
-    wanted = tree_staging_modules(root)
+    wanted = [name for name in tree_staging_modules(root) if name not in stand_ins]
     by_path = {record["Path"]: record for record in staging}
     missing = [name for name in wanted if name not in by_path]
     if missing:
@@ -76,13 +85,27 @@ def get_tree(version: KubeVersion, target: Path, progress: Progress = print) -> 
     (kubernetes,) = download_modules([f"{KUBERNETES_MODULE}@{version.tag}"], version)
     names = tree_staging_modules(Path(kubernetes["Dir"]))
     progress(f"downloading its {len(names)} staging modules at {version.staging_tag}")
-    staging = download_modules([f"{name}@{version.staging_tag}" for name in names], version)
-    plan = assembly_plan(version, kubernetes, staging)
+    optional = [name for name in names if name in NOT_IMPORTED_BY_SERVER_BINARIES]
+    staging = download_modules([f"{name}@{version.staging_tag}" for name in names if name not in optional], version)
+    stand_ins = []
+    for name in optional:
+        records, problem = download_for_version([f"{name}@{version.staging_tag}"], version, go_binary())
+        if problem is None:
+            staging += records
+        else:
+            stand_ins.append(name)
+            progress(
+                f"{name}@{version.staging_tag}: the Go module proxy refuses it ({problem}); no server binary imports "
+                f"it, so an empty stand-in module takes its place in the tree (its own tests will not build)"
+            )
+    plan = assembly_plan(version, kubernetes, staging, stand_ins)
     partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
     shutil.rmtree(partial, ignore_errors=True)
     try:
         for placement in plan:
             copy_writable(placement.source, partial / placement.target)
+        for name in stand_ins:
+            write_stand_in(partial, name)
         work = partial / "go.work"
         if work.is_file():  # the workspace must not name the staging modules left out (UNBUILT_STAGING)
             work.write_text(without_unbuilt_staging(work.read_text()))
@@ -108,3 +131,14 @@ def copy_writable(source: Path, target: Path) -> None:
             destination = target / relative / name
             shutil.copyfile(Path(directory) / name, destination)
             destination.chmod(0o755 if name.endswith(".sh") else 0o644)
+
+
+def write_stand_in(tree: Path, module: str) -> None:
+    """An empty module at staging/src/<module>: the tree's go.mod replace and go.work `use` of it resolve, and
+    no package of it exists (gobuild.NOT_IMPORTED_BY_SERVER_BINARIES: no server binary imports one)."""
+    directory = tree / "staging/src" / module
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "go.mod").write_text(
+        f"// A stand-in written by device-conformance k8s-source get: the Go module proxy refused {module}.\n"
+        f"module {module}\n"
+    )
