@@ -86,6 +86,10 @@ class ProviderCapabilities:
     # "module:function" doing `device-conformance setup` for it: (settings, *, install_packages) -> exit status;
     # None: nothing to set up (the cluster is there already, as `make setup PROVIDER=existing`).
     setup: str | None
+    # `device-conformance cluster VERB --provider NAME`: each verb it answers -> "module:function" doing it,
+    # (settings, args) -> exit status. cli/cluster.py dispatches; a verb missing here is an error naming the
+    # providers that answer it. Command-line code (it prints), so it lives in cli/cluster_verbs/<provider>.py.
+    cluster_verbs: Mapping[str, str]
     # Where the Kubernetes under test comes from, as the report header says it: "host binaries" (the cache,
     # K8S_BIN_DIR, or built from K8S_SOURCE, so a source tree and a kubelet of another release can be given),
     # "node image" (kind runs what its image holds), "the cluster" (read from it: kube/versions.read_versions).
@@ -127,6 +131,12 @@ PROVIDER_CAPABILITIES: dict[str, ProviderCapabilities] = {
     "local": ProviderCapabilities(
         make="device_conformance.providers.local.provider:from_settings",
         setup="device_conformance.providers.local.setup:from_settings",
+        cluster_verbs={
+            "up": "device_conformance.cli.cluster_verbs.local:up",
+            "list": "device_conformance.cli.cluster_verbs.local:list_runs",
+            "down": "device_conformance.cli.cluster_verbs.local:down",
+            "cleanup": "device_conformance.cli.cluster_verbs.local:cleanup",
+        },
         kubernetes_from="host binaries",
         brings_up_clusters=True,
         reuses_named_cluster=False,
@@ -144,6 +154,13 @@ PROVIDER_CAPABILITIES: dict[str, ProviderCapabilities] = {
     "kind": ProviderCapabilities(
         make="device_conformance.providers.kind.provider:from_settings",
         setup="device_conformance.providers.kind.setup:from_settings",
+        cluster_verbs={
+            "config": "device_conformance.cli.cluster_verbs.kind:config",
+            "list": "device_conformance.cli.cluster_verbs.kind:list_clusters",
+            "down": "device_conformance.cli.cluster_verbs.kind:down",
+            "cleanup": "device_conformance.cli.cluster_verbs.kind:cleanup",
+            "build-node-image": "device_conformance.cli.cluster_verbs.kind:build_node_image",
+        },
         kubernetes_from="node image",
         brings_up_clusters=True,
         reuses_named_cluster=True,
@@ -161,6 +178,7 @@ PROVIDER_CAPABILITIES: dict[str, ProviderCapabilities] = {
     "existing": ProviderCapabilities(
         make="device_conformance.providers.existing:from_settings",
         setup=None,
+        cluster_verbs={},  # the cluster is the one --kubeconfig names: nothing of the suite's to manage
         kubernetes_from="the cluster",
         brings_up_clusters=False,
         reuses_named_cluster=False,

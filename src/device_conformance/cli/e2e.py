@@ -77,7 +77,7 @@ def pytest_argv(suites: Path, pytest_args: list[str]) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     suites = suites_dir()
     if not args.no_setup:
-        from device_conformance.cli.cluster import setup_for
+        from device_conformance.cli.setup import setup_for
 
         given = shared_options(args.pytest_args)
         code = setup_for(

@@ -10,6 +10,7 @@ from device_conformance.core.errors import ConformanceError
 
 # Each module defines register(subparsers) and sets a `func(args) -> int` default on its parsers.
 VERB_MODULES = [
+    "device_conformance.cli.setup",
     "device_conformance.cli.cluster",
     "device_conformance.cli.checkpoint",
     "device_conformance.cli.kind",
