@@ -47,7 +47,7 @@ def test_the_list_replaces_only_the_text_between_the_markers():
         f"# Architecture\n\nBefore.\n\n{layers_doc.START}\n"
         "1. `cli` | `pytest_plugin` (independent of each other): The top: the CLI and the plugin.\n"
         "2. `kube`, `fakes`\n"
-        "3. `errors`: The bottom.\n"
+        "3. `core.errors`: The bottom.\n"
         "\n"
         "No kube in fakes: `fakes` never import `kube`.\n"
         f"{layers_doc.END}\n\nAfter.\n"
