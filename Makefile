@@ -129,9 +129,9 @@ matrix: venv
 # Tear down clusters left by crashed or interrupted runs.
 # Also private Docker engines of killed kind sessions; PROVIDER=kind: kind clusters of crashed runs too.
 cleanup: venv
-	$(BIN)/device-conformance cluster cleanup
+	$(BIN)/device-conformance cluster cleanup --provider local
 ifeq ($(PROVIDER),kind)
-	$(BIN)/device-conformance kind cleanup
+	$(BIN)/device-conformance cluster cleanup --provider kind
 endif
 
 # Headless Chromium for the report.html rendering test (tests/certify/test_report.py skips without it);

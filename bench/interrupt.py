@@ -306,7 +306,12 @@ class Keeper:
         env = {**os.environ, inventory.TAG_ENV: "keeper"}
         with log.open("w") as out:
             subprocess.run(
-                [str(CLI), "cluster", "up"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, check=True
+                [str(CLI), "cluster", "up", "--provider", "local"],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=True,
             )
         run_id = re.search(r"kept cluster (r[0-9a-f]{6})", log.read_text()).group(1)
         return cls(run_id, cls._processes(run_id))
@@ -331,7 +336,7 @@ class Keeper:
         return f"dead: {dead}" if dead else "yes"
 
     def down(self) -> None:
-        subprocess.run([str(CLI), "cluster", "down", self.run_id], cwd=ROOT, check=False)
+        subprocess.run([str(CLI), "cluster", "down", "--provider", "local", self.run_id], cwd=ROOT, check=False)
 
 
 # ---- the check --------------------------------------------------------------------------------------

@@ -193,8 +193,8 @@ def node_image_builds(version: KubeVersion, cold: bool) -> dict[str, float]:
         binaries = ensure_binaries(version, progress=lambda _: None)
         with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_COLD_DIR", "/tmp")) as fresh:
             argv = [
-                str(Path(sys.executable).with_name("device-conformance")), "kind", "build-node-image",
-                "--k8s-version", str(version), "--k8s-bin-dir", str(binaries.directory),
+                str(Path(sys.executable).with_name("device-conformance")), "cluster", "build-node-image",
+                "--provider", "kind", "--k8s-version", str(version), "--k8s-bin-dir", str(binaries.directory),
             ]  # fmt: skip
             env = {**os.environ, "DEVICE_CONFORMANCE_CACHE": fresh}
             started = time.monotonic()

@@ -445,8 +445,8 @@ ROWS: list[Row] = [
         exit_code=2,
     ),
     Row(
-        "`kind build-node-image` not as root",
-        [CLI, "kind", "build-node-image"],
+        "`cluster build-node-image` not as root",
+        [CLI, "cluster", "build-node-image", "--provider", "kind"],
         given="not_root",
         message="building a kind node image needs root (debootstrap, chroot, and a containerd writing the node's "
         "store)",
@@ -455,7 +455,7 @@ ROWS: list[Row] = [
     ),
     Row(
         "`--k8s-bin-dir` that does not exist, for a kind node image",
-        [CLI, "kind", "build-node-image", "--k8s-bin-dir", "{tmp}/no-such-dir"],
+        [CLI, "cluster", "build-node-image", "--provider", "kind", "--k8s-bin-dir", "{tmp}/no-such-dir"],
         message="K8S_BIN_DIR={tmp}/no-such-dir is not a directory",
         fix="fix: point it at a directory holding kubelet",
         exit_code=2,
