@@ -6,10 +6,20 @@ A Fault names a method and an action:
   block        hold the call until unblocked or cleared (or until the caller goes away)
   delay        hold the call for `seconds`, then answer normally
   crash        SIGKILL the fake's own process in the middle of the call (the call log shows it in flight)
+  panic        die in the middle of the call as a Go binary's unrecovered panic does: "panic: <message>" on stderr,
+               exit status 2 (fakes/common/panic.py)
   drop         answer, but leave out of the answer what `target` names, in the fake's own terms (the CRI
                proxy: "container=NAME" or "pod=NAMESPACE/NAME" leaves those containers out of ListContainers)
 Selectors: claim_uid (only calls naming that claim), times (only the next N matching calls; a block has
 no count, it holds until released). When several faults match a call, the latest one added goes first.
+
+Outgoing methods are calls the fake makes rather than answers (the device plugin's Register): only crash and panic
+apply to them, before the call is sent.
+
+Standing faults are a fake's defects that are faults from the start (fakes/common/defects.py): preloaded from the
+config when the fake starts, applied by admit() exactly as a test's fault of the same action, but part of the fake
+rather than of a test: clear() and unblock() leave them, and they apply to every matching call. They rank below
+every fault a test adds, as the oldest entries of the table.
 """
 
 from __future__ import annotations
@@ -20,9 +30,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import grpc
+from device_conformance.fakes.common.panic import go_panic
+
+if TYPE_CHECKING:
+    import grpc
 
 ERROR = "error"
 CLAIM_ERROR = "claim_error"
@@ -30,13 +43,21 @@ BLOCK = "block"
 DELAY = "delay"
 CRASH = "crash"
 DROP = "drop"
-ACTIONS = (ERROR, CLAIM_ERROR, BLOCK, DELAY, CRASH, DROP)
+PANIC = "panic"
+ACTIONS = (ERROR, CLAIM_ERROR, BLOCK, DELAY, CRASH, DROP, PANIC)
+# What a fault of an outgoing call may do: the fake dies before it sends the call.
+OUTGOING_ACTIONS = (CRASH, PANIC)
+
 # How often a held call looks whether its caller went away (the kubelet's deadline, a stopped server).
 HOLD_POLL = 0.05
 
 
 def status_code(code: str | grpc.StatusCode) -> str:
     """The gRPC status code's name; accepts "INTERNAL", "internal" or grpc.StatusCode.INTERNAL."""
+    # Imported here, not above: the defect registries import this module for Fault, and the fakes' configs import
+    # them; a config read by a suite or the certifier needs no gRPC (about 80 ms). A fake has it loaded already.
+    import grpc
+
     if isinstance(code, grpc.StatusCode):
         return code.name
     if code.upper() not in grpc.StatusCode.__members__:
@@ -57,7 +78,7 @@ class Fault:
     method: str
     action: str = ERROR
     code: str = "UNKNOWN"  # error: the gRPC status code name
-    message: str = ""
+    message: str = ""  # error, claim_error; panic: the panic's value and trace
     seconds: float = 0.0  # delay
     claim_uid: str | None = None  # None = any call of the method
     times: int | None = None  # None = until cleared
@@ -105,14 +126,17 @@ class Faults:
         claim_methods: Sequence[str] = (),
         drop_methods: Sequence[str] = (),
         check_target: Callable[[str], object] | None = None,
+        outgoing_methods: Sequence[str] = (),
     ) -> None:
         """methods: the ones a fault may name; claim_methods: those whose requests name claims (DRA);
         drop_methods: those whose answers a drop fault may thin, its target checked by check_target (which
-        raises ValueError naming the right form)."""
+        raises ValueError naming the right form); outgoing_methods: calls the fake makes (among methods)."""
         self._methods, self._api, self._claim_methods = tuple(methods), api, tuple(claim_methods)
         self._drop_methods, self._check_target = tuple(drop_methods), check_target
+        self._outgoing_methods = tuple(outgoing_methods)
         self._cond = threading.Condition()
         self._faults: list[Fault] = []
+        self._standing: list[tuple[str, Fault]] = []  # (defect name, fault), in the order preloaded
         self._blocked: dict[int, BlockedCall] = {}
         self._next_id = 0
 
@@ -121,8 +145,16 @@ class Faults:
         with self._cond:
             self._faults.append(fault)
 
+    def preload(self, defect: str, fault: Fault) -> None:
+        """Add a standing fault, the defect `defect` of the fake (see the module docstring)."""
+        self._check(fault)
+        if fault.action == BLOCK or fault.times is not None:
+            raise ValueError(f"defect {defect!r}: a standing fault applies to every call; it cannot hold or count")
+        with self._cond:
+            self._standing.append((defect, fault))
+
     def clear(self, method: str | None = None) -> None:
-        """Drop every fault (of one method); calls held by a block go on."""
+        """Drop every fault (of one method) but the standing ones; calls held by a block go on."""
         with self._cond:
             self._faults = [f for f in self._faults if method is not None and f.method != method]
             self._cond.notify_all()
@@ -137,7 +169,7 @@ class Faults:
             self._cond.notify_all()
 
     def admit(self, method: str, claim_uids: Sequence[str] = (), *, is_active: Callable[[], bool]) -> Verdict:
-        """Apply the faults matching this call, in order block, delay, crash, error, claim_error and drop."""
+        """Apply the faults matching this call, in order block, delay, crash, panic, error, claim_error and drop."""
         uids = list(claim_uids)
         if not self._hold_while_blocked(method, uids, is_active):
             return Verdict(cancelled=True)
@@ -146,6 +178,9 @@ class Faults:
             return Verdict(cancelled=True)
         if self._take(method, uids, CRASH) is not None:
             os.kill(os.getpid(), signal.SIGKILL)  # a vendor binary crashing mid-call: no cleanup at all
+        panic = self._take(method, uids, PANIC)
+        if panic is not None:
+            go_panic(panic.message)
         error = self._take(method, uids, ERROR)
         if error is not None:
             return Verdict(error=Status(error.code, error.message))
@@ -165,8 +200,15 @@ class Faults:
         }
 
     def describe(self) -> dict[str, Any]:
+        """The faults tests added and the calls held; "standing" (each with its defect) only when the fake has any."""
         with self._cond:
-            return {"faults": [asdict(f) for f in self._faults], "blocked_calls": self.blocked_calls()}
+            described: dict[str, Any] = {
+                "faults": [asdict(f) for f in self._faults],
+                "blocked_calls": self.blocked_calls(),
+            }
+            if self._standing:
+                described["standing"] = [{"defect": name, **asdict(f)} for name, f in self._standing]
+            return described
 
     # -- plumbing ------------------------------------------------------------------------------------
 
@@ -175,6 +217,9 @@ class Faults:
             raise ValueError(f"unknown {self._api} method {fault.method!r}; use one of {list(self._methods)}")
         if fault.action not in ACTIONS:
             raise ValueError(f"unknown fault action {fault.action!r}; use one of {list(ACTIONS)}")
+        if fault.method in self._outgoing_methods and fault.action not in OUTGOING_ACTIONS:
+            actions = list(OUTGOING_ACTIONS)
+            raise ValueError(f"{fault.method} is a call the fake makes: only {actions} apply, before it is sent")
         if fault.action == CLAIM_ERROR and fault.method not in self._claim_methods:
             raise ValueError(f"{fault.method} has no per-claim errors; give a gRPC code")
         if fault.action == BLOCK and fault.times is not None:
@@ -196,11 +241,12 @@ class Faults:
         fault.code = status_code(fault.code)
 
     def _matching(self, method: str, uids: list[str], action: str) -> list[Fault]:
-        """Newest first; call with the lock held."""
-        return [f for f in reversed(self._faults) if f.action == action and f.matches(method, uids)]
+        """Newest first, the standing ones last (they were there first); call with the lock held."""
+        table = [*reversed(self._faults), *(f for _, f in reversed(self._standing))]
+        return [f for f in table if f.action == action and f.matches(method, uids)]
 
     def _use(self, fault: Fault) -> None:
-        if fault.times is not None:
+        if fault.times is not None:  # never a standing one: preload() refuses a count
             fault.times -= 1
             if fault.times <= 0:
                 self._faults.remove(fault)

@@ -15,7 +15,7 @@ from device_conformance.core import timeouts
 from device_conformance.core.errors import ConformanceError
 from device_conformance.fakes.common.calls import RPC, Call, Registration, read_calls, summarize
 from device_conformance.fakes.common.control import ControlClient, ControlError
-from device_conformance.fakes.common.faults import BLOCK, CLAIM_ERROR, CRASH, DELAY, ERROR, BlockedCall, Fault
+from device_conformance.fakes.common.faults import BLOCK, CLAIM_ERROR, CRASH, DELAY, ERROR, PANIC, BlockedCall, Fault
 from device_conformance.fakes.common.process import POLL_INTERVAL, FakeProcess
 from device_conformance.fakes.common.sockets import remove_socket
 from device_conformance.wait.core import Abort, Pending, until
@@ -30,7 +30,7 @@ def code_name(code: str | grpc.StatusCode) -> str:
 
 # What a handle can do. Our fakes have all of them; a vendor's subject (vendor_handles.py) only PROCESS.
 PROCESS = "process"  # start, stop (SIGTERM), kill (SIGKILL), restart with the same paths
-FAULTS = "faults"  # make an RPC fail, block, delay or crash on demand
+FAULTS = "faults"  # make an RPC fail, block, delay, crash or panic on demand
 CALL_LOG = "call-log"  # every RPC the kubelet made, with requests and answers
 CONTROL = "control"  # told at run time what to serve (devices, health, slices, registration)
 FAKE_CAPABILITIES = frozenset({PROCESS, FAULTS, CALL_LOG, CONTROL})
@@ -174,6 +174,11 @@ class FakeHandle(ProcessHandle):
     def crash(self, method: str, *, claim_uid: str | None = None) -> None:
         """The next call of `method` SIGKILLs the fake's process while the call is in flight."""
         self.inject(Fault(method, CRASH, claim_uid=claim_uid))
+
+    def panic(self, method: str, message: str, *, claim_uid: str | None = None) -> None:
+        """The next call of `method` ends the fake's process as a Go binary's panic does: "panic: <message>" in its
+        log, exit status 2, while the call is in flight."""
+        self.inject(Fault(method, PANIC, message=message, claim_uid=claim_uid))
 
     def unblock(self, method: str | None = None, *, claim_uid: str | None = None) -> None:
         self.control("unblock", method=method, claim_uid=claim_uid)

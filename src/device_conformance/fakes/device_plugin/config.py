@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from device_conformance.core.errors import BadInput
+from device_conformance.fakes.device_plugin.defect_registry import DEVICE_PLUGIN_DEFECTS
 
 FIX_CONFIG = "write it with DevicePluginConfig(...).save(PATH) (fakes/device_plugin/config.py)"
 
@@ -57,48 +58,9 @@ class DeviceSpecConfig:
     permissions: str = "rw"
 
 
-# Defective-vendor modes of the whole plugin (DevicePluginConfig.defects), one contract violation each, so
-# `device-conformance certify device-plugin` can be shown to fail exactly that clause:
-#   duplicate-device-ids: every ListAndWatch response lists the first device twice.
-#   unstable-device-ids: every ListAndWatch stream after the first renames the devices ("<id>-r<n>").
-#   allocate-crash-on-unknown-id: Allocate for an ID the plugin does not advertise kills the process (exit 2,
-#       like a Go panic) instead of answering an error.
-#   preferred-ignores-must-include: GetPreferredAllocation returns the first available IDs, ignoring
-#       must_include_deviceIDs.
-#   allocate-first-container-only: an Allocate with several container requests is answered for the first.
-#   register-without-options: RegisterRequest carries no options (GetDevicePluginOptions still answers them).
-#   prestart-error: PreStartContainer fails.
-#   options-crash: GetDevicePluginOptions kills the process (exit 2) with a Go panic in its log, as a Go plugin
-#       returning `nil, nil` from it does when gRPC marshals the nil message (kubernetes#109016, the kubevirt
-#       macvtap plugin once kubelets 1.25+ call it right after Register).
-#   register-crash: the process panics (exit 2) at registration, before its RegisterRequest is sent, every start.
-#   allocate-refuses-handed-out-id: Allocate fails (FAILED_PRECONDITION) for an ID an earlier Allocate of the
-#       process handed out: a plugin that keeps its own "in use" book, though the kubelet tells it of no release
-#       and hands an init container's devices to the app containers again (devicemanager manager.go
-#       devicesToAllocate, reusable devices).
-#   ids-change-per-start: every device ID carries the process's pid ("<id>-p<pid>"): IDs made at start-up (an
-#       enumeration counter, a random UUID) that a plugin restart renames.
-#   list-omits-allocated: LIST_DELAY after Allocate handed a device out, ListAndWatch sends the list without it
-#       (a plugin that lists free devices, not all of them: the node's capacity shrinks while pods hold devices).
-#   allocate-mounts-host-dev: every Allocate answer also mounts the node's /dev, read-only, at HOST_DEV_MOUNT (a
-#       plugin that hands its containers the host's /dev so that devices plugged later show up): the container
-#       sees every device node of the node, those of other containers' devices too.
-# (No re-registration after a kubelet restart is auto_reregister=False.)
-DEFECTS = (
-    "duplicate-device-ids",
-    "unstable-device-ids",
-    "allocate-crash-on-unknown-id",
-    "preferred-ignores-must-include",
-    "allocate-first-container-only",
-    "register-without-options",
-    "prestart-error",
-    "options-crash",
-    "register-crash",
-    "allocate-refuses-handed-out-id",
-    "ids-change-per-start",
-    "list-omits-allocated",
-    "allocate-mounts-host-dev",
-)
+# The names of the defective-vendor modes of the whole plugin (DevicePluginConfig.defects): what each breaks, the
+# rule it violates and how it is applied are its entry in defect_registry.py.
+DEFECTS = DEVICE_PLUGIN_DEFECTS.names
 # Where allocate-mounts-host-dev mounts the node's /dev in the container.
 HOST_DEV_MOUNT = "/host/dev"
 
@@ -201,15 +163,13 @@ class DevicePluginConfig:
     # Defective-vendor mode: GetPreferredAllocation fails (INTERNAL) for a container request of one of
     # these sizes, as in upstream's test of the stale-allocation fix (kubernetes#130172).
     preferred_fail_sizes: list[int] = field(default_factory=list)
-    # Names from DEFECTS; empty for a plugin that keeps the contract.
+    # Names from DEFECTS (defect_registry.py); empty for a plugin that keeps the contract.
     defects: list[str] = field(default_factory=list)
     # Names from PATTERNS: harmless behaviours of real plugins.
     patterns: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        unknown = sorted(set(self.defects) - set(DEFECTS))
-        if unknown:
-            raise ValueError(f"DevicePluginConfig.defects: unknown {unknown}; use some of {DEFECTS}")
+        DEVICE_PLUGIN_DEFECTS.check(self.defects)
         unknown = sorted(set(self.patterns) - set(PATTERNS))
         if unknown:
             raise ValueError(f"DevicePluginConfig.patterns: unknown {unknown}; use some of {PATTERNS}")

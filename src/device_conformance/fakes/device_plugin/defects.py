@@ -1,13 +1,14 @@
-"""The plugin-wide defective-vendor modes (config.DEFECTS): each bends one answer, nothing else."""
+"""Where the plugin's defects that bend its answers are applied (their entries, `bends`: defect_registry.py);
+each bends one answer, nothing else. Those that are faults from the start are preloaded into the fault table."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import os
-import sys
 from collections.abc import Callable, Sequence
 
+from device_conformance.fakes.common.panic import go_panic
 from device_conformance.fakes.device_plugin.allocate import preferred as kubelet_order
 from device_conformance.fakes.device_plugin.config import HOST_DEV_MOUNT, DeviceConfig, DevicePluginConfig
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
@@ -31,36 +32,13 @@ def listed(
     return devices
 
 
-def go_panic(message: str, frame: str) -> None:
-    """Die as a Go program does on a panic: the message and the goroutine's trace on stderr, exit status 2."""
-    print(f"panic: {message}\n\ngoroutine 1 [running]:\n{frame}", file=sys.stderr)
-    sys.stderr.flush()
-    os._exit(2)
-
-
-def crash_on_options(config: DevicePluginConfig) -> None:
-    # The panic a Go plugin's `return nil, nil` gives when gRPC marshals the reply (kubernetes#109016).
-    if "options-crash" in config.defects:
-        go_panic(
-            "runtime error: invalid memory address or nil pointer dereference",
-            "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1.(*DevicePluginOptions).Marshal(0x0) (defect options-crash)",
-        )
-
-
-def crash_on_register(config: DevicePluginConfig) -> None:
-    if "register-crash" in config.defects:
-        go_panic("assignment to entry in nil map", "main.(*plugin).Register(...) (defect register-crash)")
-
-
 def crash_on_unknown_ids(config: DevicePluginConfig, devices: list[DeviceConfig], request: pb.AllocateRequest) -> None:
     if "allocate-crash-on-unknown-id" not in config.defects:
         return
     known = {d.id for d in devices}
     unknown = sorted({i for r in request.container_requests for i in r.devices_ids} - known)
     if unknown:
-        print(f"panic: Allocate: unknown device IDs {unknown} (defect allocate-crash-on-unknown-id)", file=sys.stderr)
-        sys.stderr.flush()
-        os._exit(2)
+        go_panic(f"Allocate: unknown device IDs {unknown} (defect allocate-crash-on-unknown-id)")
 
 
 def _first_available(available: Sequence[str], must_include: Sequence[str], size: int) -> list[str]:

@@ -13,9 +13,10 @@ from device_conformance.fakes.common import cdi
 from device_conformance.fakes.common.calls import Call, CallLog
 from device_conformance.fakes.common.faults import Faults, Status, status_code
 from device_conformance.fakes.device_plugin.config import DeviceConfig, DevicePluginConfig, cdi_env
+from device_conformance.fakes.device_plugin.defect_registry import DEVICE_PLUGIN_DEFECTS
 from device_conformance.fakes.device_plugin.registration import register
 from device_conformance.fakes.device_plugin.server import PluginServer
-from device_conformance.fakes.device_plugin.service import METHODS, DevicePluginService
+from device_conformance.fakes.device_plugin.service import METHODS, REGISTER_METHOD, DevicePluginService
 from device_conformance.fakes.device_plugin.state import DeviceState
 from device_conformance.fakes.device_plugin.watcher import KubeletWatcher
 
@@ -26,7 +27,8 @@ class FakeDevicePlugin:
     def __init__(self, config: DevicePluginConfig) -> None:
         self.config = config
         self.state = DeviceState(config.devices)
-        self.faults = Faults(METHODS, api="DevicePlugin")
+        self.faults = Faults([*METHODS, REGISTER_METHOD], api="DevicePlugin", outgoing_methods=[REGISTER_METHOD])
+        DEVICE_PLUGIN_DEFECTS.preload(self.faults, config.defects)
         self.log = CallLog(config.call_log)
         # One lock for sockets and registration, so the watcher and the control channel take turns.
         self._lock = threading.RLock()
@@ -138,6 +140,7 @@ class FakeDevicePlugin:
         return register(
             self.config,
             self.log,
+            self.faults,
             socket_name=self._socket_name,
             version=self._version,
             resource_name=self._resource,

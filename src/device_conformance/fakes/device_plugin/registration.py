@@ -7,10 +7,10 @@ import logging
 import grpc
 
 from device_conformance.fakes.common.calls import REGISTER, Call, CallLog
+from device_conformance.fakes.common.faults import Faults
 from device_conformance.fakes.common.rpc import to_dict
-from device_conformance.fakes.device_plugin import defects
 from device_conformance.fakes.device_plugin.config import DevicePluginConfig
-from device_conformance.fakes.device_plugin.service import options_message
+from device_conformance.fakes.device_plugin.service import REGISTER_METHOD, options_message
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_grpc
 
@@ -21,6 +21,7 @@ SERVICE = pb.DESCRIPTOR.services_by_name["Registration"].full_name
 def register(
     config: DevicePluginConfig,
     log: CallLog,
+    faults: Faults,
     *,
     socket_name: str,
     version: str,
@@ -28,11 +29,12 @@ def register(
     reason: str,
 ) -> Call:
     """Register once, synchronously. The kubelet dials our socket back inside this call, so we must
-    already be serving. Failures are recorded, not raised: tests assert on the kubelet's error text."""
-    defects.crash_on_register(config)
+    already be serving. Failures are recorded, not raised: tests assert on the kubelet's error text. A crash or
+    panic fault on Register (register-crash) strikes first: nothing is sent, nothing logged."""
+    faults.admit(REGISTER_METHOD, is_active=lambda: True)
     options = pb.DevicePluginOptions() if "register-without-options" in config.defects else options_message(config)
     request = pb.RegisterRequest(version=version, endpoint=socket_name, resource_name=resource_name, options=options)
-    call = log.start("Register", to_dict(request), service=SERVICE, kind=REGISTER, socket=socket_name)
+    call = log.start(REGISTER_METHOD, to_dict(request), service=SERVICE, kind=REGISTER, socket=socket_name)
     try:
         with grpc.insecure_channel(f"unix://{config.kubelet_socket_path}") as channel:
             # No wait_for_ready: a missing or dead kubelet.sock fails at once with UNAVAILABLE.

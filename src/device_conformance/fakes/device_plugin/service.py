@@ -20,6 +20,8 @@ from device_conformance.protos.deviceplugin.v1beta1 import api_pb2_grpc as pb_gr
 
 SERVICE = pb.DESCRIPTOR.services_by_name["DevicePlugin"].full_name
 METHODS = ("GetDevicePluginOptions", "ListAndWatch", "GetPreferredAllocation", "Allocate", "PreStartContainer")
+# The call the plugin makes rather than answers; a fault on it (a crash, a panic) strikes before it is sent.
+REGISTER_METHOD = "Register"
 CANCELLED = {"code": "CANCELLED", "message": ""}
 
 
@@ -47,11 +49,7 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         self._streams_opened = 0
 
     def GetDevicePluginOptions(self, request: pb.Empty, context: grpc.ServicerContext) -> pb.DevicePluginOptions:
-        def answer() -> pb.DevicePluginOptions:
-            defects.crash_on_options(self._config)
-            return options_message(self._config)
-
-        return self._unary("GetDevicePluginOptions", request, context, answer)
+        return self._unary("GetDevicePluginOptions", request, context, lambda: options_message(self._config))
 
     def GetPreferredAllocation(
         self, request: pb.PreferredAllocationRequest, context: grpc.ServicerContext
@@ -114,8 +112,6 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
     def PreStartContainer(
         self, request: pb.PreStartContainerRequest, context: grpc.ServicerContext
     ) -> pb.PreStartContainerResponse:
-        if "prestart-error" in self._config.defects:
-            context.abort(grpc.StatusCode.INTERNAL, "PreStartContainer failed (defect prestart-error)")
         return self._unary("PreStartContainer", request, context, pb.PreStartContainerResponse)
 
     def ListAndWatch(self, request: pb.Empty, context: grpc.ServicerContext) -> Iterator[pb.ListAndWatchResponse]:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
-import sys
 import threading
-from typing import Any, NoReturn
+from typing import Any
 
+from device_conformance.fakes.common.panic import go_panic
 from device_conformance.fakes.dra_driver import cdi
 from device_conformance.fakes.dra_driver.config import COMMON_CDI_DEVICE, INVALID_CDI_VERSION, DriverConfig
 from device_conformance.fakes.dra_driver.kubeapi import KubeApi
@@ -41,7 +41,7 @@ class ClaimPreparer:
 
     def prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
         """Devices for the response; idempotent like a real driver (the kubelet retries). The configured
-        defects (config.DEFECTS) change only the answer, not what the driver records as prepared."""
+        defects (defect_registry.py) change only the answer, not what the driver records as prepared."""
         if "prepare-rejects-repeat" in self._config.defects and uid in self._held:
             raise ClaimError(f"ResourceClaim {namespace}/{name} is already prepared (defect prepare-rejects-repeat)")
         devices = self._defective(self._prepare(namespace, uid, name))
@@ -105,7 +105,7 @@ class ClaimPreparer:
             if "prepare-unknown-claim-succeeds" in self._config.defects:
                 return []  # answered as prepared although nothing is allocated
             if "prepare-crash-on-unknown-claim" in self._config.defects:
-                _panic(f"panic: NodePrepareResources: unknown claim {namespace}/{name}: {exc}")
+                go_panic(f"NodePrepareResources: unknown claim {namespace}/{name}: {exc}")
             raise
         if not results:
             raise ClaimError(
@@ -215,13 +215,6 @@ class ClaimPreparer:
         if result.get("shareID"):
             entry["share_id"] = result["shareID"]
         return entry
-
-
-def _panic(message: str) -> NoReturn:
-    """Die like a Go driver's unrecovered panic: the message on stderr, exit status 2, no clean-up."""
-    sys.stdout.flush()
-    print(message, file=sys.stderr, flush=True)
-    os._exit(2)
 
 
 def _short(exc: BaseException) -> str:

@@ -9,57 +9,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from device_conformance.core.errors import BadInput
+from device_conformance.fakes.common.defects import UnknownDefect
 from device_conformance.fakes.common.sockets import SUN_PATH_MAX
+from device_conformance.fakes.dra_driver.defect_registry import DRA_DRIVER_DEFECTS
 
 FIX_CONFIG = "write it with DriverConfig(...).to_json() (fakes/dra_driver/config.py)"
 
 DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 
-# Defects a "defective vendor" driver can have (DriverConfig.defects). Each breaks one promise a real driver
-# makes, so a suite can show that its verdict depends on that promise:
-#   prepare-without-cdi: NodePrepareResources answers every device without CDI device IDs (the spec file is
-#       still written), so the kubelet hands no CDI device to the runtime and the container sees nothing.
-#   prepare-first-device-only: a claim with several devices is answered with its first device only.
-#   prepare-keeps-lost-cdi-spec: a claim the driver already prepared is answered from its state without
-#       writing its CDI spec again when the file is gone (a node reboot empties /var/run/cdi): the
-#       dra-example-driver bug behind kubernetes#141433, fixed there by kubernetes-sigs/dra-example-driver#259.
-# And the ones `device-conformance certify dra-driver` must catch, one clause each:
-#   prepare-rejects-repeat: preparing a claim this process holds prepared again fails in the claim's error
-#       ("already prepared"); the in-memory bookkeeping behind it is lost on restart (dra-driver-cpu#175).
-#   prepare-unknown-claim-succeeds: a claim the driver has no allocation for is answered as prepared, with no
-#       error and no devices, so the kubelet starts the pod without what the claim asked for (the API: "If
-#       non-empty, preparing the ResourceClaim failed", k8s.io/kubelet/pkg/apis/dra/v1/api.proto).
-#   prepare-one-claim-per-call: NodePrepareResources with several claims fails as a whole ("one claim per call"),
-#       so a pod with two claims of this driver never starts: the kubelet sends a pod's claims for one driver
-#       together (pkg/kubelet/cm/dra/manager.go Manager.prepareResources); with a made-up claim a whole-call error
-#       is allowed, so the certifier sees it with two real claims, after the restart.
-#   prepare-crash-on-unknown-claim: preparing a claim the driver has no allocation for panics (the process exits
-#       2 after printing "panic: ..."), so a certifier must report the crash in one clause and go on.
-#   unprepare-keeps-cdi: NodeUnprepareResources leaves the claim's CDI spec file behind.
-#   unprepare-unknown-claim-error: unpreparing a claim this process never prepared fails.
-#   unprepare-rejects-repeat: unpreparing a claim this process prepared and already unprepared fails.
-#   cdi-invalid-version: the CDI spec files carry a cdiVersion no CDI release has.
-#   restart-renames-cdi-devices: CDI device names carry the process ID and claims prepared before a restart
-#       are prepared afresh, so the kubelet's recorded CDI IDs no longer match after a driver restart.
-#   cdi-claim-edits-global: every claim's devices go into one CDI spec the driver keeps for all its claims
-#       (<driver>-claims.json), each claim's device edits both in its device and in the spec-level containerEdits,
-#       which the runtime applies for every device of the spec: a container of one claim gets the env of every
-#       other claim prepared before it started.
-DEFECTS = (
-    "prepare-without-cdi",
-    "prepare-first-device-only",
-    "prepare-keeps-lost-cdi-spec",
-    "prepare-rejects-repeat",
-    "prepare-unknown-claim-succeeds",
-    "prepare-one-claim-per-call",
-    "prepare-crash-on-unknown-claim",
-    "unprepare-keeps-cdi",
-    "unprepare-unknown-claim-error",
-    "unprepare-rejects-repeat",
-    "cdi-invalid-version",
-    "restart-renames-cdi-devices",
-    "cdi-claim-edits-global",
-)
+# The names of the defects a "defective vendor" driver can have (DriverConfig.defects): what each breaks, the
+# rule it violates and how it is applied are its entry in defect_registry.py.
+DEFECTS = DRA_DRIVER_DEFECTS.names
 # Behaviours real drivers have that the DRA API allows (DriverConfig.patterns); a certifier must pass them:
 #   fetch-claims-first: NodePrepareResources reads every claim of the call first and fails the whole call with a
 #       gRPC error when one is unknown, before preparing any (k8s.io/dynamic-resource-allocation kubeletplugin
@@ -169,7 +129,7 @@ class DriverConfig:
     register_on_start: bool = True
     serve_dra_on_start: bool = True
     publish_on_start: bool = True
-    defects: list[str] = field(default_factory=list)  # names from DEFECTS
+    defects: list[str] = field(default_factory=list)  # names from DEFECTS (defect_registry.py)
     patterns: list[str] = field(default_factory=list)  # names from PATTERNS
 
     def __post_init__(self) -> None:
@@ -216,9 +176,12 @@ class DriverConfig:
         for name in ("driver_name", "node_name", "registry_dir", "plugin_dir", "control_socket", "call_log"):
             if not getattr(self, name):
                 raise BadInput(f"fake DRA driver config: {name} is empty", f"set {name}")
-        unknown = sorted(set(self.defects) - set(DEFECTS))
-        if unknown:
-            raise BadInput(f"fake DRA driver config: unknown defects {unknown}", f"use only {list(DEFECTS)}")
+        try:
+            DRA_DRIVER_DEFECTS.check(self.defects)
+        except UnknownDefect as exc:
+            raise BadInput(
+                f"fake DRA driver config: {exc}", "name defects from fakes/dra_driver/defect_registry.py"
+            ) from None
         unknown = sorted(set(self.patterns) - set(PATTERNS))
         if unknown:
             raise BadInput(f"fake DRA driver config: unknown patterns {unknown}", f"use only {list(PATTERNS)}")

@@ -22,6 +22,7 @@ from device_conformance.fakes.common.sockets import remove_socket
 from device_conformance.fakes.dra_driver import health, registration, service
 from device_conformance.fakes.dra_driver.claims import ClaimPreparer
 from device_conformance.fakes.dra_driver.config import DriverConfig
+from device_conformance.fakes.dra_driver.defect_registry import DRA_DRIVER_DEFECTS
 from device_conformance.fakes.dra_driver.kubeapi import KubeApi
 from device_conformance.fakes.dra_driver.publisher import SlicePublisher
 from device_conformance.fakes.dra_driver.state import DriverState
@@ -51,6 +52,7 @@ class Driver:
         self.config = config
         self.calls = CallLog(config.call_log)
         self.faults = Faults([*CLAIM_METHODS, "GetInfo"], api="DRA driver", claim_methods=CLAIM_METHODS)
+        DRA_DRIVER_DEFECTS.preload(self.faults, config.defects)  # those that are faults from the start
         self.state = DriverState(config.state_file)
         self.health = health.HealthHub(config.pool)
         self.kube = KubeApi(config.kubeconfig, config.resource_api_version) if config.kubeconfig else None
