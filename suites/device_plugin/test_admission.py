@@ -10,18 +10,25 @@ import re
 import pytest
 from device_conformance.fixtures.device_plugins import CDI_DIR, DEVICES_ENV, allocations
 
-from device_conformance.expectations.behaviour import outcome
-from device_conformance.expectations.deviceplugin import PODRESOURCES_OMITS_SIDECARS, PODRESOURCES_SIDECAR_ENTRY
-from device_conformance.fakes.device_plugin import AllocateConfig, DeviceSpecConfig, MountConfig, cdi_env
-from device_conformance.kube import pods
-from device_conformance.kube.container_env import env_lines_script
+from device_conformance.fakes.device_plugin import cdi_env
+from device_conformance.framework import (
+    ADMISSION_ERROR,
+    PODRESOURCES_OMITS_SIDECARS,
+    PODRESOURCES_SIDECAR_ENTRY,
+    REGISTRATION_CALLS,
+    SINCE_CDI_DEVICES_IN_ALLOCATE,
+    SINCE_SIDECARS,
+    AllocateConfig,
+    MountConfig,
+    allocate_every_field,
+    env_lines_script,
+    outcome,
+    pods,
+)
 
 pytestmark = pytest.mark.deviceplugin
 
-ADMISSION_ERROR = "UnexpectedAdmissionError"
 ECHO_DEVICES = f'echo "devices=${DEVICES_ENV}"'  # what registered_plugin's Allocate put into the env
-# What a plugin that advertises neither PreStartContainer nor GetPreferredAllocation is asked, in order.
-REGISTRATION_CALLS = ["GetDevicePluginOptions", "ListAndWatch"]
 
 
 def _main_status(pod):
@@ -121,7 +128,7 @@ ANNOTATION = "dc.example.com/devices"
 
 
 @pytest.mark.scenario("DP1", "DP2")
-@pytest.mark.since("1.29", "CDI devices in Allocate responses (DevicePluginCDIDevices, beta and on by default)")
+@SINCE_CDI_DEVICES_IN_ALLOCATE
 def test_each_field_of_the_allocate_response_reaches_the_container(node, pod_factory, register_plugin, node_tmp_path):
     """Envs, mounts, device nodes and CDI devices of the Allocate response, each seen from inside the
     container, and its annotations as the container's annotations in the runtime (CRI ContainerStatus):
@@ -129,13 +136,7 @@ def test_each_field_of_the_allocate_response_reaches_the_container(node, pod_fac
     for device in ("dev-0", "dev-1"):
         (node_tmp_path / device).mkdir()
         (node_tmp_path / device / "identity").write_text(f"I am {device}\n")
-    allocate = AllocateConfig(
-        envs={DEVICES_ENV: "{ids}"},
-        mounts=[MountConfig(container_path="/dev-info/{id}", host_path=f"{node_tmp_path}/{{id}}", read_only=True)],
-        devices=[DeviceSpecConfig(container_path="/dev/dc-{id}", host_path="/dev/null", permissions="rw")],
-        annotations={ANNOTATION: "{ids}"},
-        cdi_devices=["{resource}={id}"],
-    )
+    allocate = allocate_every_field(DEVICES_ENV, node_tmp_path, ANNOTATION)
     plugin = register_plugin(("dev-0", "dev-1"), allocate=allocate, cdi_dir=str(node.host_path(CDI_DIR)))
     resource = plugin.config.resource_name
     pod = pod_factory("fields", ["sh", "-c", FIELD_REPORT], resources={resource: 1})
@@ -163,7 +164,7 @@ def test_each_field_of_the_allocate_response_reaches_the_container(node, pod_fac
     )
 
 
-@pytest.mark.since("1.29", "sidecar containers (SidecarContainers, beta and on by default; alpha, off, in 1.28)")
+@SINCE_SIDECARS
 @pytest.mark.scenario("DP10")
 def test_init_container_device_is_reused_by_the_sidecar_not_the_app(pod_factory, registered_plugin, kube_version):
     """Init, sidecar (restartable init) and app container each ask for 1 of 2 devices: one Allocate per

@@ -11,16 +11,20 @@ import calendar
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance.core import timeouts
-from device_conformance.fakes.device_plugin import AllocateConfig, OptionsConfig
-from device_conformance.kube import pods
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    ADMISSION_ERROR,
+    REGISTRATION_CALLS,
+    SINCE_SIDECARS,
+    AllocateConfig,
+    OptionsConfig,
+    Pending,
+    pods,
+    timeouts,
+    until,
+    wait,
+)
 
 pytestmark = pytest.mark.deviceplugin
-
-ADMISSION_ERROR = "UnexpectedAdmissionError"
-REGISTRATION_CALLS = ["GetDevicePluginOptions", "ListAndWatch"]
 
 
 def _echo(*names: str) -> str:
@@ -69,7 +73,7 @@ def test_each_app_container_gets_its_own_devices_of_each_resource(pod_factory, r
     assert not problems, "containers do not hold exactly their own devices:\n" + "\n".join(problems)
 
 
-@pytest.mark.since("1.29", "sidecar containers (SidecarContainers, beta and on by default; alpha, off, in 1.28)")
+@SINCE_SIDECARS
 @pytest.mark.scenario("DM-U5")
 def test_init_devices_are_reused_by_app_containers_but_sidecar_devices_are_not(pod_factory, register_plugin):
     """Init container asks for 2 of 3 devices, then a sidecar and the app container for 1 each: both

@@ -15,21 +15,24 @@ import sys
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.behaviour import Behaviour, outcome
-from device_conformance.expectations.deviceplugin import (
+from device_conformance.framework import (
     ADMITTED_WITHOUT_DEVICES,
-    CHECKPOINT_READ_WARNING,
     CORRUPT_CHECKPOINT_ON_RESTART,
     EXTENDED_RESOURCES_NOT_RESET,
     POD_RUNS_WITHOUT_DEVICES_AFTER_STATE_LOSS,
     REJECTED_UNTIL_REGISTERED,
     V1_CHECKPOINT_ON_RESTART,
+    Behaviour,
+    Pending,
+    allocresp,
+    devicemanager,
+    outcome,
+    pods,
+    timeouts,
+    until,
+    wait,
+    wait_checkpoint_warning,
 )
-from device_conformance.kube import pods
-from device_conformance.kubelet_state import allocresp, devicemanager
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Pending, until
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.checkpoint]
 
@@ -87,14 +90,6 @@ def _restart_on(node, plugin, forge):
             node.write_file(CHECKPOINT, forged)
         mark = node.kubelet.log_mark()
     return mark
-
-
-def _warning_logged(node, mark):
-    def probe():
-        log = node.kubelet.log_since(mark)
-        return True if CHECKPOINT_READ_WARNING in log else Pending("no checkpoint warning in the kubelet log yet")
-
-    until(probe, what=f"the kubelet to log {CHECKPOINT_READ_WARNING!r}", timeout=timeouts.KUBELET_LOG_LINE)
 
 
 def _never_runs_without_its_devices(node, pod, plugin, counts):
@@ -199,7 +194,7 @@ def test_forged_pre_1_20_checkpoint_on_restart(
     mark = _restart_on(node, plugin, to_v1)
     wait.for_node_ready(kube, node.name)
     if expected == ADMITTED_WITHOUT_DEVICES:
-        _warning_logged(node, mark)
+        wait_checkpoint_warning(node, mark)
     block = _state_loss_block(request, expected)
     _new_pod_after_restart(
         request, node, pod_factory, node_resource, plugin, V1_CHECKPOINT_ON_RESTART, kube_version, block
@@ -219,7 +214,7 @@ def test_checkpoint_with_wrong_checksum_on_restart(
     expected = outcome(CORRUPT_CHECKPOINT_ON_RESTART, kube_version)
     mark = _restart_on(node, plugin, lambda data: devicemanager.corrupt(data, "checksum"))
     wait.for_node_ready(kube, node.name)
-    _warning_logged(node, mark)
+    wait_checkpoint_warning(node, mark)
     if expected == ADMITTED_WITHOUT_DEVICES:
         node_resource(plugin.config.resource_name).wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     block = shows_known_bug(POD_RUNS_WITHOUT_DEVICES_AFTER_STATE_LOSS)

@@ -10,14 +10,20 @@ import uuid
 import pytest
 from device_conformance.fixtures.device_plugins import CDI_DIR, allocations
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.deviceplugin import CHECKPOINT_READ_WARNING
-from device_conformance.fakes.device_plugin import AllocateConfig, DeviceConfig, DeviceSpecConfig, MountConfig
 from device_conformance.fakes.device_plugin.allocate import container_response
-from device_conformance.kube import podresources, pods
-from device_conformance.kubelet_state import allocresp, devicemanager
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Pending, until, watch
+from device_conformance.framework import (
+    AllocateConfig,
+    DeviceConfig,
+    allocate_every_field,
+    allocresp,
+    devicemanager,
+    podresources,
+    pods,
+    timeouts,
+    wait,
+    wait_checkpoint_warning,
+    watch,
+)
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.checkpoint]
 
@@ -46,13 +52,7 @@ def test_checkpoint_holds_every_allocation_and_every_registered_resource(
     device nodes, annotations, CDI devices), and RegisteredDevices lists every device of both resources."""
     for device in ("dev-0", "dev-1", "dev-2"):
         (node_tmp_path / device).mkdir()
-    full = AllocateConfig(
-        envs={"DC_A": "{ids}"},
-        mounts=[MountConfig(container_path="/dev-info/{id}", host_path=f"{node_tmp_path}/{{id}}", read_only=True)],
-        devices=[DeviceSpecConfig(container_path="/dev/dc-{id}", host_path="/dev/null", permissions="rw")],
-        annotations={"dc.example.com/devices": "{ids}"},
-        cdi_devices=["{resource}={id}"],
-    )
+    full = allocate_every_field("DC_A", node_tmp_path, "dc.example.com/devices")
     gpus = register_plugin(("dev-0", "dev-1", "dev-2"), allocate=full, cdi_dir=str(node.host_path(CDI_DIR)))
     numa = AllocateConfig(envs={"DC_B": "{ids}"})
     nics = register_plugin(
@@ -125,11 +125,7 @@ def test_forged_checkpoint_with_a_stale_checksum_leaves_no_trace(
         mark = node.kubelet.log_mark()
     wait.for_node_ready(kube, node.name)
 
-    def logged() -> bool | Pending:
-        text = node.kubelet.log_since(mark)
-        return True if CHECKPOINT_READ_WARNING in text else Pending("no checkpoint read error in the kubelet log yet")
-
-    until(logged, what=f"the kubelet to log {CHECKPOINT_READ_WARNING!r}", timeout=timeouts.KUBELET_LOG_LINE)
+    wait_checkpoint_warning(node, mark)
     forged_counts = node_resource(forged_resource)
     socket = str(node.host_path(podresources.DEFAULT_SOCKET))
 

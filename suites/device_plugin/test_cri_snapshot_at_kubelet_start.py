@@ -42,17 +42,22 @@ import time
 import pytest
 from device_conformance.fixtures.device_plugins import allocations
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.deviceplugin import COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART
-from device_conformance.kube import pods
-from device_conformance.kubelet_state import devicemanager
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    ADMISSION_ERROR,
+    COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART,
+    NO_HEALTHY_DEVICES,
+    Pending,
+    checkpointed_devices,
+    keeps_running,
+    pods,
+    readmission_line,
+    timeouts,
+    until,
+    wait,
+)
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.disruptive]
 
-ADMISSION_ERROR = "UnexpectedAdmissionError"
-NO_HEALTHY_DEVICES = "no healthy devices present; cannot allocate unhealthy devices"
 INJECTED = "injected by the CRI proxy: the runtime is not ready"
 # Long enough to stand out from the kubelet's own start (its snapshot answers in milliseconds here), short
 # enough for the kubelet's 2-minute CRI deadline (runtimeRequestTimeout).
@@ -91,13 +96,6 @@ def _marks(fault: str) -> list[pytest.MarkDecorator]:
 CASES = [pytest.param(fault, marks=_marks(fault), id=fault) for fault in FAULTS]
 
 
-def _checkpointed(node, pod) -> dict[str, list[str]]:
-    """container -> device IDs of the pod's entries in kubelet_internal_checkpoint."""
-    parsed = devicemanager.parse(node.read_file(devicemanager.DEFAULT_PATH))
-    assert parsed.valid, parsed.reason
-    return {e.container_name: sorted(e.devices()) for e in parsed.checkpoint.entries or [] if e.pod_uid == pod.uid}
-
-
 def _snapshot_seen(proxy, snapshot, pod) -> tuple[str, str, list[str]]:
     """(its ListPodSandbox's outcome, its ListContainers' outcome, the pod's containers in the answer): the
     ListPodSandbox is the last one that started before the snapshot's ListContainers (helpers.go calls them in
@@ -106,33 +104,6 @@ def _snapshot_seen(proxy, snapshot, pod) -> tuple[str, str, list[str]]:
     sandboxes = before[-1].outcome() if before else "none"
     listed = (snapshot.response or {}).get("containers") or []
     return sandboxes, snapshot.outcome(), [c["name"] for c in listed if c["pod"] == f"{pod.namespace}/{pod.name}"]
-
-
-def _readmission_line(node, pod, mark) -> str:
-    """The restarted kubelet's "SyncLoop ADD" line naming `pod`: its admission runs right after, in the same
-    goroutine (pkg/kubelet/kubelet.go syncLoopIteration, HandlePodAdditions)."""
-    wanted = f'"{pod.namespace}/{pod.name}"'
-
-    def added() -> str | Pending:
-        lines = [line for line in node.kubelet.log_since(mark).splitlines() if "SyncLoop ADD" in line]
-        found = [line for line in lines if wanted in line]
-        return found[0] if found else Pending(f"SyncLoop ADD lines {lines[-3:]}")
-
-    return until(added, what=f"the restarted kubelet's SyncLoop ADD of {pod}", timeout=timeouts.NODE_READY)
-
-
-def _keeps_running(pod, duration: float = 5) -> None:
-    """The pod stays the object it was created as, Running, its container never restarted."""
-
-    def changed(current) -> str | None:
-        main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
-        running = main is not None and main.state.running and not main.restart_count
-        if current.metadata.uid == pod.uid and current.status.phase == "Running" and running:
-            return None
-        # A rejected pod can show phase Running without container statuses until its containers are stopped.
-        return f"{pods.summary(current)}; admission events: {[e for e in pod.events() if ADMISSION_ERROR in e]}"
-
-    pod.stays(changed, what="to keep running unrestarted", duration=duration)
 
 
 def _restart_with_plugin_held(node, kube, plugin, counts, proxy):
@@ -159,17 +130,17 @@ def test_running_device_pod_across_a_kubelet_start_whose_cri_snapshot_fails_or_m
     pod.wait_running()
     [held] = allocations(plugin, 1)
     assert pod.devices(resource) == held
-    assert _checkpointed(node, pod) == {"main": held}
+    assert checkpointed_devices(node, pod) == {"main": held}
 
     arm, expected_snapshot = FAULTS[fault]
     arm(cri_proxy, pod)
     snapshot, mark = _restart_with_plugin_held(node, kube, plugin, counts, cri_proxy)
     assert _snapshot_seen(cri_proxy, snapshot, pod) == expected_snapshot
-    _readmission_line(node, pod, mark)
+    readmission_line(node, pod, mark)
 
     survived = False
     with contextlib.nullcontext() if fault == "none" else shows_known_bug(BUG):
-        _keeps_running(pod)
+        keeps_running(pod, admission=True)
         assert pod.devices(resource) == held, f"after the restart, {fault}: podresources lists another device"
         survived = True
     if not survived:  # the bug's own shape, exactly: anything else is a new failure
@@ -184,7 +155,7 @@ def test_running_device_pod_across_a_kubelet_start_whose_cri_snapshot_fails_or_m
     allocations(plugin, 1)  # no Allocate since: a pod left running, or one rejected before any
     # A rejected pod's entry stays until the device manager's next allocation prunes inactive pods (manager.go
     # UpdateAllocatedDevices, called from Allocate).
-    assert _checkpointed(node, pod) == {"main": held}
+    assert checkpointed_devices(node, pod) == {"main": held}
 
 
 def _klog_seconds(line: str) -> float:
@@ -212,13 +183,13 @@ def test_a_slow_snapshot_is_waited_for_and_the_running_pod_kept(
     snapshot, mark = _restart_with_plugin_held(node, kube, plugin, counts, cri_proxy)
     took = snapshot.ended_mono - snapshot.started_mono
     assert snapshot.ok and took >= DELAY, f"the snapshot: {snapshot.summary()} {snapshot.timing()}"
-    admitted = _klog_seconds(_readmission_line(node, pod, mark))
+    admitted = _klog_seconds(readmission_line(node, pod, mark))
     answered = _utc_seconds(snapshot.ended_wall)
     assert admitted >= answered, (
         f"the kubelet took {pod} into admission at {admitted:.3f} s of the day (UTC), before its snapshot was answered"
         f" at {answered:.3f} s"
     )
-    _keeps_running(pod)
+    keeps_running(pod, admission=True)
     assert pod.devices(resource) == held
 
     plugin.hold_registration(False)

@@ -10,8 +10,7 @@ every restart of the kubelet admits it again and panics again, until the pod is 
 
 import pytest
 
-from device_conformance.expectations.deviceplugin import DEVICE_REMOVED_DURING_ALLOCATE_PANICS
-from device_conformance.fakes.device_plugin import DevicePluginHandle
+from device_conformance.framework import DEVICE_REMOVED_DURING_ALLOCATE_PANICS, DevicePluginHandle
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.disruptive]
 

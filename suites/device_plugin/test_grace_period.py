@@ -10,18 +10,23 @@ import pytest
 from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 from device_conformance.fixtures.reports import attach_on_failure
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.deviceplugin import (
+from device_conformance.framework import (
     ENDPOINT_STOP_GRACE_SECONDS,
     EXPIRED_ENDPOINT_OUT_OF_SYNC_LOG,
     EXPIRED_ENDPOINT_OUT_OF_SYNC_MESSAGE,
     LISTANDWATCH_ENDED_MESSAGE,
+    Abort,
+    DevicePluginHandle,
+    NodeResource,
+    Pending,
+    Watch,
+    podresources,
+    pods,
+    timeouts,
+    until,
+    wait,
+    watch,
 )
-from device_conformance.fakes.device_plugin import DevicePluginHandle
-from device_conformance.framework.handles import NodeResource
-from device_conformance.kube import podresources, pods
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Abort, Pending, Watch, until, watch
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.slow, pytest.mark.disruptive]
 

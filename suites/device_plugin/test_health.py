@@ -12,13 +12,19 @@ from dataclasses import dataclass
 import pytest
 from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 from device_conformance.fixtures.reports import attach_on_failure
+from device_conformance.fixtures.vendor import allocatable_ids
 from kubernetes.client import ApiException
 
-from device_conformance.core import timeouts
-from device_conformance.fakes.device_plugin import DevicePluginHandle
-from device_conformance.framework.handles import NodeResource, PodHandle
-from device_conformance.kube import podresources, pods
-from device_conformance.wait.core import Watch, watch
+from device_conformance.framework import (
+    DevicePluginHandle,
+    NodeResource,
+    PodHandle,
+    Watch,
+    pods,
+    restarted_or_replaced,
+    timeouts,
+    watch,
+)
 
 pytestmark = pytest.mark.deviceplugin
 
@@ -48,10 +54,7 @@ def _running_unchanged(pod: PodHandle) -> str | None:
         if exc.status == 404:
             return f"{pod} is gone"
         raise
-    main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
-    if current.metadata.uid != pod.uid or current.status.phase != "Running" or main is None or main.restart_count:
-        return pods.summary(current)
-    return None
+    return pods.summary(current) if restarted_or_replaced(current, pod.uid) else None
 
 
 @pytest.fixture(scope="module")
@@ -129,12 +132,6 @@ def _windows_started(request, windows):
         attach_on_failure(request.node, f"fake device plugin {plugin.config.resource_name} call log", plugin.report)
 
 
-def _allocatable_ids(node, resource: str) -> list[str]:
-    """The device IDs podresources GetAllocatableResources lists for `resource`, sorted."""
-    listed = podresources.allocatable_resources(str(node.host_path(podresources.DEFAULT_SOCKET))).device_ids
-    return sorted(listed.get(resource) or [])
-
-
 @pytest.mark.scenario("DF2", "DF4")
 def test_unhealthy_device_leaves_allocatable_but_not_capacity(node, node_resource, registered_plugin):
     """capacity = healthy + unhealthy, allocatable = healthy; and back when the device recovers. podresources
@@ -142,14 +139,14 @@ def test_unhealthy_device_leaves_allocatable_but_not_capacity(node, node_resourc
     GetAllocatableDevices filters allDevices by healthyDevices), the same set as node allocatable."""
     resource = registered_plugin.config.resource_name
     counts = node_resource(resource)
-    assert _allocatable_ids(node, resource) == ["dev-0", "dev-1"], "GetAllocatableResources, both devices healthy"
+    assert allocatable_ids(node, resource) == ["dev-0", "dev-1"], "GetAllocatableResources, both devices healthy"
     registered_plugin.set_health("dev-1", False)
     counts.wait_counts(2, 1)
-    listed = _allocatable_ids(node, resource)
+    listed = allocatable_ids(node, resource)
     assert listed == ["dev-0"], f"GetAllocatableResources lists {listed} while dev-1 is unhealthy, expected ['dev-0']"
     registered_plugin.set_health("dev-1", True)
     counts.wait_counts(2, 2)
-    listed = _allocatable_ids(node, resource)
+    listed = allocatable_ids(node, resource)
     assert listed == ["dev-0", "dev-1"], f"GetAllocatableResources lists {listed} after dev-1 recovered"
 
 

@@ -6,10 +6,7 @@ its own devices, with the health the plugin reports, also for a container that n
 import pytest
 from device_conformance.fixtures.device_plugins import allocations
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.deviceplugin import DEVICE_HEALTH_PUSHED_TO_WRONG_POD
-from device_conformance.kube import pods
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import DEVICE_HEALTH_PUSHED_TO_WRONG_POD, Pending, pods, timeouts, until
 
 pytestmark = [
     pytest.mark.deviceplugin,

@@ -6,8 +6,7 @@ the next pod could be given the same device (kubernetes#137534, pkg/kubelet/cm/d
 
 import pytest
 
-from device_conformance.expectations.deviceplugin import INFLIGHT_ALLOCATION_DROPPED_ON_REBUILD
-from device_conformance.fakes.device_plugin.config import OptionsConfig
+from device_conformance.framework import INFLIGHT_ALLOCATION_DROPPED_ON_REBUILD, OptionsConfig
 
 pytestmark = [
     pytest.mark.deviceplugin,

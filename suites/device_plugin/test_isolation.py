@@ -9,15 +9,18 @@ cannot pass the check.
 import pytest
 from device_conformance.fixtures.device_plugins import CDI_DIR, DEVICES_ENV, allocations
 
-from device_conformance.core import timeouts
-from device_conformance.fakes.device_plugin import AllocateConfig, DeviceSpecConfig, MountConfig
-from device_conformance.kube import pods
-from device_conformance.kube.container_env import env_lines_script
-from device_conformance.wait import kube as wait
+from device_conformance.framework import (
+    ADMISSION_ERROR,
+    SINCE_CDI_DEVICES_IN_ALLOCATE,
+    allocate_every_field,
+    env_lines_script,
+    pods,
+    timeouts,
+    wait,
+)
 
 pytestmark = pytest.mark.deviceplugin
 
-ADMISSION_ERROR = "UnexpectedAdmissionError"
 ANNOTATION = "dc.example.com/devices"
 # What a container prints of every way a device reaches it; empty lines when it has none.
 PROBE = " ; ".join(
@@ -41,7 +44,7 @@ def _seen(node, pod) -> dict[str, str]:
     return seen
 
 
-@pytest.mark.since("1.29", "CDI devices in Allocate responses (DevicePluginCDIDevices, beta and on by default)")
+@SINCE_CDI_DEVICES_IN_ALLOCATE
 @pytest.mark.scenario("DP1")
 def test_pod_without_a_device_request_sees_no_device(node, pod_factory, register_plugin, node_tmp_path):
     """A plugin whose Allocate answer uses every field (env, mount, device node, CDI device, annotation);
@@ -49,13 +52,7 @@ def test_pod_without_a_device_request_sees_no_device(node, pod_factory, register
     plugin got no call for it."""
     for device in ("dev-0", "dev-1"):
         (node_tmp_path / device).mkdir()
-    allocate = AllocateConfig(
-        envs={DEVICES_ENV: "{ids}"},
-        mounts=[MountConfig(container_path="/dev-info/{id}", host_path=f"{node_tmp_path}/{{id}}", read_only=True)],
-        devices=[DeviceSpecConfig(container_path="/dev/dc-{id}", host_path="/dev/null", permissions="rw")],
-        annotations={ANNOTATION: "{ids}"},
-        cdi_devices=["{resource}={id}"],
-    )
+    allocate = allocate_every_field(DEVICES_ENV, node_tmp_path, ANNOTATION)
     plugin = register_plugin(("dev-0", "dev-1"), allocate=allocate, cdi_dir=str(node.host_path(CDI_DIR)))
     resource = plugin.config.resource_name
     holder = pod_factory("holder", ["sh", "-c", PROBE], resources={resource: 1})

@@ -13,23 +13,30 @@ from device_conformance.fixtures.device_plugins import allocations, start_plugin
 from device_conformance.fixtures.reports import attach_on_failure
 from kubernetes.client import ApiException
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.deviceplugin import (
+from device_conformance.framework import (
+    ADMISSION_ERROR,
     COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART,
+    NO_HEALTHY_DEVICES,
     RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART,
     SUCCEEDED_POD_READMITTED,
+    DevicePluginHandle,
+    NodeResource,
+    Pending,
+    PodHandle,
+    Watch,
+    assert_lists,
+    keeps_running,
+    podresources,
+    pods,
+    readmission_line,
+    timeouts,
+    until,
+    wait,
+    wait_podresources,
+    watch,
 )
-from device_conformance.fakes.device_plugin import DevicePluginHandle
-from device_conformance.framework.handles import NodeResource, PodHandle
-from device_conformance.kube import podresources, pods
-from device_conformance.wait import kube as wait
-from device_conformance.wait import podresources as wait_podresources
-from device_conformance.wait.core import Pending, Watch, until, watch
 
 pytestmark = pytest.mark.deviceplugin
-
-ADMISSION_ERROR = "UnexpectedAdmissionError"
-NO_HEALTHY_DEVICES = "no healthy devices present; cannot allocate unhealthy devices"
 
 
 def _restart_and_reregister(node, plugin, counts):
@@ -37,28 +44,6 @@ def _restart_and_reregister(node, plugin, counts):
     node.kubelet.restart()
     plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
     counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-
-
-def _keeps_running(pod, duration=5):
-    """The pod stays the object it was created as, Running, its container never restarted."""
-
-    def changed(current):
-        main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
-        if main is None:
-            return f"no status of container main: {pods.summary(current)}"
-        if current.metadata.uid != pod.uid or current.status.phase != "Running" or main.restart_count:
-            return pods.summary(current)
-        return None
-
-    pod.stays(changed, what="to keep running unrestarted", duration=duration)
-
-
-def _lists(pod, resource, granted, when):
-    """podresources lists exactly the device IDs the kubelet allocated to container main."""
-    listed = sorted(pod.devices(resource))  # podresources lists a set
-    assert listed == sorted(granted), (
-        f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
-    )
 
 
 @dataclass
@@ -132,7 +117,7 @@ def test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters(
     pod = pod_factory("keep", ["sleep", "86400"], resources={resource: 1})
     pod.wait_running()
     [held] = allocations(plugin, 1)
-    _lists(pod, resource, held, "before the restart")
+    assert_lists(pod, resource, held, "before the restart")
 
     node.kubelet.restart()
     plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
@@ -140,8 +125,8 @@ def test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters(
     node_resource(resource).wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
     pod.wait_running()
-    _keeps_running(pod, duration=2)
-    _lists(pod, resource, held, "after the kubelet restart")
+    keeps_running(pod, duration=2)
+    assert_lists(pod, resource, held, "after the kubelet restart")
     allocations(plugin, 1)  # the running container is not allocated again
 
 
@@ -167,7 +152,7 @@ def test_killed_plugin_zeroes_allocatable_and_respawn_restores_it(pod_factory, n
     pod = pod_factory("after", ["sleep", "86400"], resources={resource: 1})
     pod.wait_running()
     [granted] = allocations(plugin, 1)
-    _lists(pod, resource, granted, "a pod of the respawned plugin")
+    assert_lists(pod, resource, granted, "a pod of the respawned plugin")
 
 
 @pytest.mark.disruptive
@@ -198,7 +183,7 @@ def test_plugin_not_reregistering_leaves_zero_devices_and_new_pods_fail_admissio
     late = pod_factory("late", ["sleep", "86400"], resources={resource: 1})
     late.wait_running()
     [granted] = allocations(plugin, 1)
-    _lists(late, resource, granted, "after the late registration")
+    assert_lists(late, resource, granted, "after the late registration")
 
 
 @pytest.mark.disruptive
@@ -213,7 +198,7 @@ def test_pod_force_deleted_while_kubelet_is_down_is_cleaned_up_and_frees_its_dev
     pod = pod_factory("orphan", ["sleep", "86400"], resources={resource: 1})
     pod.wait_running()
     [held] = allocations(plugin, 1)
-    _lists(pod, resource, held, "before the kubelet stopped")
+    assert_lists(pod, resource, held, "before the kubelet stopped")
 
     with node.kubelet.stopped():
         pod.force_delete()
@@ -241,7 +226,7 @@ def test_pod_force_deleted_while_kubelet_is_down_is_cleaned_up_and_frees_its_dev
     both.wait_running()
     _, granted = allocations(plugin, 1, 2)
     assert sorted(granted) == ["dev-0", "dev-1"], f"the orphan's device was not freed: the kubelet allocated {granted}"
-    _lists(both, resource, granted, "the pod after the orphan")
+    assert_lists(both, resource, granted, "the pod after the orphan")
 
 
 @pytest.mark.disruptive
@@ -255,34 +240,21 @@ def test_pod_with_init_and_app_devices_survives_kubelet_restart(node, pod_factor
     pod = pod_factory("initapp", ["sleep", "86400"], resources={resource: 1}, init_containers=[init])
     pod.wait_running()
     _, held = allocations(plugin, 1, 1)  # the init container's, then main's
-    _lists(pod, resource, held, "before the restart")
+    assert_lists(pod, resource, held, "before the restart")
 
     _restart_and_reregister(node, plugin, node_resource(resource))
 
-    _keeps_running(pod)
-    _lists(pod, resource, held, "after the kubelet restart")
+    keeps_running(pod)
+    assert_lists(pod, resource, held, "after the kubelet restart")
     allocations(plugin, 1, 1)
 
 
 # How the plugin is away when the kubelet restarts, as in kubernetes#138446's reports: its registration held
-# back until the kubelet has taken the pod through admission again (_wait_readmission), or its process stopped
+# back until the kubelet has taken the pod through admission again (readmission_line), or its process stopped
 # before the restart and started again afterwards. The report's third variant, a plugin registering some seconds
 # after the restart, is the first one: letting it register any earlier would race HandlePodAdditions right after
 # "SyncLoop ADD" (pkg/kubelet/kubelet.go syncLoopIteration), and the verdict would depend on which came first.
 PLUGIN_AWAY = ("held-back", "stopped")
-
-
-def _wait_readmission(node, pod, mark):
-    """The restarted kubelet has taken `pod` from the API server: it logs "SyncLoop ADD" (V(2)) and runs
-    HandlePodAdditions, the pod's admission, right after it in the same goroutine (pkg/kubelet/kubelet.go
-    syncLoopIteration; the same in module source v1.28.15 and v1.37.1)."""
-    wanted = f'"{pod.namespace}/{pod.name}"'
-
-    def added():
-        lines = [line for line in node.kubelet.log_since(mark).splitlines() if "SyncLoop ADD" in line]
-        return True if any(wanted in line for line in lines) else Pending(f"SyncLoop ADD lines {lines[-3:]}")
-
-    until(added, what=f"the restarted kubelet's SyncLoop ADD of {pod}", timeout=timeouts.NODE_READY)
 
 
 @pytest.mark.disruptive
@@ -302,7 +274,7 @@ def test_pod_with_a_completed_init_device_container_survives_kubelet_restart_whi
     pod = pod_factory("initaway", ["sleep", "86400"], resources={resource: 1}, init_containers=[init])
     pod.wait_running()
     _, held = allocations(plugin, 1, 1)  # the init container's, then main's
-    _lists(pod, resource, held, "before the restart")
+    assert_lists(pod, resource, held, "before the restart")
 
     if away == "stopped":
         plugin.stop()
@@ -313,7 +285,7 @@ def test_pod_with_a_completed_init_device_container_survives_kubelet_restart_whi
     node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
     counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    _wait_readmission(node, pod, mark)
+    readmission_line(node, pod, mark)
 
     def changed(current):
         if current.metadata.uid != pod.uid:
@@ -327,7 +299,7 @@ def test_pod_with_a_completed_init_device_container_survives_kubelet_restart_whi
 
     with shows_known_bug(COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART):  # Failed, UnexpectedAdmission
         pod.stays(changed, what="to keep running, its init container completed", duration=5)
-        _lists(pod, resource, held, f"after the kubelet restart, plugin {away}")
+        assert_lists(pod, resource, held, f"after the kubelet restart, plugin {away}")
 
     if away == "stopped":
         plugin.respawn()
@@ -350,7 +322,7 @@ def test_reboot_with_plugin_held_back_fails_the_pod_instead_of_running_it_withou
     pod = pod_factory("rebooted", ["sleep", "86400"], resources={resource: 2}, restart_policy="Always")
     pod.wait_running()
     [held] = allocations(plugin, 2)
-    _lists(pod, resource, held, "before the reboot")
+    assert_lists(pod, resource, held, "before the reboot")
 
     plugin.hold_registration(True)
     removed = node.simulate_reboot()
@@ -375,18 +347,18 @@ def test_running_pod_survives_kubelet_restart_while_its_plugin_is_away(
     pod = pod_factory("steady", ["sleep", "86400"], resources={resource: 1})
     pod.wait_running()
     [held] = allocations(plugin, 1)
-    _lists(pod, resource, held, "before the restart")
+    assert_lists(pod, resource, held, "before the restart")
 
     plugin.hold_registration(True)
     node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
     counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    _keeps_running(pod)
-    _lists(pod, resource, held, "after the restart, plugin not registered")
+    keeps_running(pod)
+    assert_lists(pod, resource, held, "after the restart, plugin not registered")
 
     plugin.hold_registration(False)
     counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    _keeps_running(pod, duration=2)
+    keeps_running(pod, duration=2)
     allocations(plugin, 1)
 
 
@@ -478,18 +450,18 @@ def test_assignments_survive_kubelet_restart_then_plugin_restart(node, pod_facto
     pod = pod_factory("durable", ["sleep", "86400"], resources={resource: 1})
     pod.wait_running()
     [held] = allocations(plugin, 1)
-    _lists(pod, resource, held, "before the restarts")
+    assert_lists(pod, resource, held, "before the restarts")
 
     _restart_and_reregister(node, plugin, counts)
-    _keeps_running(pod, duration=2)
-    _lists(pod, resource, held, "after the kubelet restart")
+    keeps_running(pod, duration=2)
+    assert_lists(pod, resource, held, "after the kubelet restart")
 
     plugin.kill()
     counts.wait_counts(2, 0)
     plugin.respawn()
     counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    _keeps_running(pod, duration=2)
-    _lists(pod, resource, held, "after the plugin restart")
+    keeps_running(pod, duration=2)
+    assert_lists(pod, resource, held, "after the plugin restart")
     allocations(plugin, 1)
 
 

@@ -22,13 +22,10 @@ Proved against one-line breaks of a 1.37.1 tree (K8S_SOURCE; `pytest <this modul
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance.core import timeouts
-from device_conformance.fakes.device_plugin import OptionsConfig
-from device_conformance.kube import podresources, pods
+from device_conformance.framework import REGISTRATION_CALLS, OptionsConfig, podresources, pods, timeouts
 
 pytestmark = pytest.mark.deviceplugin
 
-REGISTRATION_CALLS = ["GetDevicePluginOptions", "ListAndWatch"]
 ECHO = f'echo "{DEVICES_ENV}=${DEVICES_ENV}"'
 SLEEP = f"{ECHO}; exec sleep 86400"
 

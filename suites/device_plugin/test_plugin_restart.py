@@ -7,20 +7,11 @@ against an earlier podresources answer (which may be empty)."""
 import pytest
 from device_conformance.fixtures.device_plugins import allocations
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.deviceplugin import PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE
-from device_conformance.kube import podresources
+from device_conformance.framework import PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE, assert_lists, podresources, timeouts
 
 pytestmark = pytest.mark.deviceplugin
 
 STEADY_FOR = 5  # how long counts must hold still while a second instance comes or goes
-
-
-def _lists(pod, resource, granted, when):
-    listed = sorted(pod.devices(resource))  # podresources lists a set
-    assert listed == sorted(granted), (
-        f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
-    )
 
 
 @pytest.mark.scenario("DP7")
@@ -33,7 +24,7 @@ def test_restarted_plugin_keeps_assignments_and_serves_new_pods(pod_factory, nod
     first = pod_factory("first", ["sleep", "86400"], resources={resource: 1})
     first.wait_running()
     [held] = allocations(plugin, 1)
-    _lists(first, resource, held, "before the plugin restart")
+    assert_lists(first, resource, held, "before the plugin restart")
 
     plugin.kill()
     counts.wait_counts(2, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
@@ -42,14 +33,14 @@ def test_restarted_plugin_keeps_assignments_and_serves_new_pods(pod_factory, nod
     assert again.pid == plugin.pid, f"registration #2 came from pid {again.pid}, the respawned plugin is {plugin.pid}"
     counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
-    _lists(first, resource, held, "after the plugin restart")
+    assert_lists(first, resource, held, "after the plugin restart")
     second = pod_factory("second", ["sleep", "86400"], resources={resource: 1})
     second.wait_running()
     _, other = allocations(plugin, 1, 1)
     assert sorted(held + other) == ["dev-0", "dev-1"], f"second pod got {other}, the first holds {held}"
     served_by = plugin.calls("Allocate")[1].pid
     assert served_by == plugin.pid, f"the second pod's Allocate went to pid {served_by}, not the respawned {plugin.pid}"
-    _lists(second, resource, other, "the second pod")
+    assert_lists(second, resource, other, "the second pod")
 
 
 @pytest.mark.scenario("DM-U1")
@@ -94,18 +85,18 @@ def test_rollout_of_a_second_instance_keeps_the_resource_available(
     pod2.wait_running()
     [pod2_devices] = allocations(new, 1)  # the newest registration serves Allocate
     allocations(old, 1)
-    _lists(pod2, resource, pod2_devices, "pod2")
+    assert_lists(pod2, resource, pod2_devices, "pod2")
 
     old.stop()
     counts.stays_at(2, 2, STEADY_FOR)
-    _lists(pod1, resource, pod1_devices, "after the first instance stopped")
+    assert_lists(pod1, resource, pod1_devices, "after the first instance stopped")
     pod1.force_delete()
     pod1.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
     pod3 = pod_factory("pod3", ["sleep", "86400"], resources={resource: 1})
     pod3.wait_running()
     _, pod3_devices = allocations(new, 1, 1)
     assert pod3_devices == pod1_devices, f"pod3 got {pod3_devices}; the device pod1 freed is {pod1_devices}"
-    _lists(pod3, resource, pod3_devices, "pod3")
+    assert_lists(pod3, resource, pod3_devices, "pod3")
 
 
 @pytest.mark.scenario("DP-M2")
@@ -125,6 +116,6 @@ def test_second_instance_failing_registration_leaves_the_first_serving(
     pod = pod_factory("served", ["sleep", "86400"], resources={resource: 1})
     pod.wait_running()
     [granted] = allocations(first, 1)
-    _lists(pod, resource, granted, "the pod served by the first instance")
+    assert_lists(pod, resource, granted, "the pod served by the first instance")
     methods = [c.method for c in broken.calls()]
     assert methods == ["GetDevicePluginOptions"], f"the refused instance must get no call after it; it saw {methods}"

@@ -8,11 +8,12 @@ fixed by #135485 in 1.36.0, 1.35.4 and 1.34.7)."""
 import pytest
 from device_conformance.fixtures.device_plugins import allocations
 
-from device_conformance.expectations.deviceplugin import (
+from device_conformance.framework import (
     PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD,
     PODRESOURCES_LISTS_TERMINATED_PODS,
+    SINCE_PODRESOURCES_GET,
+    podresources,
 )
-from device_conformance.kube import podresources
 
 pytestmark = pytest.mark.deviceplugin
 
@@ -45,7 +46,7 @@ def test_podresources_lists_no_pod_that_has_ended(node, namespace, pod_factory, 
         )
 
 
-@pytest.mark.since("1.34", "podresources Get (KubeletPodResourcesGet) on by default")
+@SINCE_PODRESOURCES_GET
 @pytest.mark.known_bug(PODRESOURCES_GET_ANSWERS_FOR_ENDED_POD)
 def test_podresources_get_answers_no_pod_that_has_ended(node, pod_factory, registered_plugin, shows_known_bug):
     """Get answers for a running device pod with exactly its device, and with "not found" for a device pod that

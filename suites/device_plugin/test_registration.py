@@ -15,20 +15,21 @@ from dataclasses import dataclass
 import pytest
 from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.behaviour import outcome
-from device_conformance.expectations.deviceplugin import (
+from device_conformance.framework import (
     REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT,
     REGISTER_ON_A_CONNECTED_SOCKET,
+    REGISTRATION_CALLS,
     REGISTRATION_REFUSED_ALREADY_CONNECTED,
+    DevicePluginHandle,
+    NodeResource,
+    Watch,
+    outcome,
+    timeouts,
+    watch,
 )
-from device_conformance.fakes.device_plugin import DevicePluginHandle
-from device_conformance.framework.handles import NodeResource
-from device_conformance.wait.core import Watch, watch
 
 pytestmark = pytest.mark.deviceplugin
 
-REGISTRATION_CALLS = ["GetDevicePluginOptions", "ListAndWatch"]
 STEADY_FOR = 5  # seconds the counts must hold after a change that must not change them
 WRONG_VERSION = "v1alpha9"
 # The kubelet's texts (pkg/kubelet/cm/devicemanager/plugin/v1beta1/api.go errUnsupportedVersion and

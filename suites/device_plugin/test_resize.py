@@ -7,9 +7,7 @@ refuses a pod whose allocated device has turned unhealthy: the resize stayed Def
 import pytest
 from device_conformance.fixtures.device_plugins import allocations
 
-from device_conformance.expectations.deviceplugin import RESIZE_RUNS_DEVICE_ALLOCATION
-from device_conformance.kube import pods
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import RESIZE_RUNS_DEVICE_ALLOCATION, Pending, pods, until
 
 pytestmark = pytest.mark.deviceplugin
 

@@ -42,21 +42,25 @@ Proved against one-line breaks of a 1.37.1 tree (K8S_SOURCE; `pytest <this modul
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance.core import timeouts
-from device_conformance.fakes.device_plugin import DeviceConfig, OptionsConfig
-from device_conformance.kube import podresources, pods
-from device_conformance.kubelet_state import devicemanager
-from device_conformance.wait import kube as wait
+from device_conformance.framework import (
+    REGISTRATION_CALLS,
+    DeviceConfig,
+    OptionsConfig,
+    devicemanager,
+    podresources,
+    pods,
+    timeouts,
+    wait,
+)
 
 pytestmark = pytest.mark.deviceplugin
 
-REGISTRATION_CALLS = ["GetDevicePluginOptions", "ListAndWatch"]
 ECHO = f'echo "{DEVICES_ENV}=${DEVICES_ENV}"'
 SLEEP = f"{ECHO}; exec sleep 86400"
 PREFERRED = OptionsConfig(get_preferred_allocation_available=True)
 
 
-def _checkpointed(node, pod) -> dict[tuple[str, str], dict[int, list[str]]]:
+def _checkpointed_by_numa(node, pod) -> dict[tuple[str, str], dict[int, list[str]]]:
     """(container, resource) -> {NUMA node: sorted IDs} of the pod's entries in kubelet_internal_checkpoint."""
     parsed = devicemanager.parse(node.read_file(devicemanager.DEFAULT_PATH))
     assert parsed.valid and parsed.format == "v2", parsed.reason
@@ -105,7 +109,7 @@ def test_device_on_numa_node_1_is_checkpointed_and_listed_on_node_1_across_a_kub
             plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
             wait.for_node_ready(kube, node.name)
             node_resource(resource).wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-        found = _checkpointed(node, pod)
+        found = _checkpointed_by_numa(node, pod)
         assert found == wanted_checkpoint, (
             f"{when} the kubelet restart the checkpoint holds {found} for {pod}, expected {wanted_checkpoint}"
         )

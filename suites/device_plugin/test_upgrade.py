@@ -4,12 +4,17 @@ checkpoint, the current kubelet starts on the same state."""
 import pytest
 from device_conformance.fixtures.device_plugins import DEVICES_ENV, allocations
 
-from device_conformance.core import timeouts
-from device_conformance.fakes.device_plugin import AllocateConfig
-from device_conformance.kube import nodes, pods
-from device_conformance.kubelet_state import devicemanager
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    AllocateConfig,
+    Pending,
+    assert_lists,
+    devicemanager,
+    nodes,
+    pods,
+    timeouts,
+    until,
+    wait,
+)
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.checkpoint, pytest.mark.disruptive]
 
@@ -41,7 +46,7 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
     )
     pod.wait_running(timeouts.KUBELET_SWAP)
     [held] = allocations(plugin, 1)
-    _lists(pod, resource, held, f"under kubelet {upgrade_from.version}")
+    assert_lists(pod, resource, held, f"under kubelet {upgrade_from.version}")
     written_by_previous = devicemanager.parse(node.read_file(CHECKPOINT))
     assert written_by_previous.valid, written_by_previous.reason
 
@@ -59,7 +64,7 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
     )
     seen = pod.log_line("devices=")
     assert seen == ",".join(held), f"the container saw devices {seen!r}, the kubelet allocated {held}"
-    _lists(pod, resource, held, f"after the upgrade to {kube_version}")
+    assert_lists(pod, resource, held, f"after the upgrade to {kube_version}")
     allocations(plugin, 1)  # the upgraded kubelet does not allocate the running pod again
     second = pod_factory("second", ["sleep", "86400"], resources={resource: 1})
     second.wait_running(timeouts.KUBELET_SWAP)
@@ -67,11 +72,4 @@ def test_device_pods_survive_a_kubelet_upgrade_from_the_previous_minor(
     assert sorted(held + other) == ["dev-0", "dev-1"], (
         f"the upgraded kubelet handed out {other} while {pod.name} holds {held}"
     )
-    _lists(second, resource, other, "the pod after the upgrade")
-
-
-def _lists(pod, resource, granted, when):
-    listed = sorted(pod.devices(resource))  # podresources lists a set
-    assert listed == sorted(granted), (
-        f"{when}: podresources lists {listed} for {pod} main, the kubelet allocated {granted}"
-    )
+    assert_lists(second, resource, other, "the pod after the upgrade")

@@ -51,22 +51,17 @@ from device_conformance.fixtures.vendor import (
     wait_registrations,
 )
 
-from device_conformance.core import timeouts
-from device_conformance.kube import pods
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    ADMISSION_ERROR,
+    Pending,
+    assert_running_unrestarted,
+    pods,
+    timeouts,
+    until,
+    wait,
+)
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.vendor_blackbox("device-plugin")]
-
-ADMISSION_ERROR = "UnexpectedAdmissionError"
-
-
-def _running_unrestarted(pod, uid, when):
-    current = pod.read()
-    main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
-    assert current.metadata.uid == uid and current.status.phase == "Running" and main and not main.restart_count, (
-        f"{when}: {pod} is no longer the Running, never restarted pod it was: {pods.summary(current)}"
-    )
 
 
 @pytest.mark.scenario("DM-U2")
@@ -140,7 +135,7 @@ def test_kubelet_restart_keeps_the_device_and_the_plugin_registers_again(
     wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert offered_devices(kube, node, resource) == n
     assert allocatable_ids(node, resource) == offered
-    _running_unrestarted(pod, uid, "after the kubelet restart")
+    assert_running_unrestarted(pod, uid, "after the kubelet restart")
     assert pod.devices(resource) == [held], (
         f"after the restart podresources lists {pod.devices(resource)}, not [{held!r}]"
     )
@@ -168,7 +163,7 @@ def test_killed_plugin_restarted_keeps_assignments_and_serves_new_pods(
     plugin.respawn()
     wait_registrations(kubelet_counts, resource, registered + 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert offered_devices(kube, node, resource) == n
-    _running_unrestarted(pod, uid, "after the plugin restart")
+    assert_running_unrestarted(pod, uid, "after the plugin restart")
     assert pod.devices(resource) == [held], f"podresources lists {pod.devices(resource)} for {pod}, not [{held!r}]"
     if n >= 2:
         after = pod_factory("after", ["sleep", "86400"], resources={resource: 1})

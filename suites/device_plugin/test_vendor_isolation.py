@@ -37,16 +37,14 @@ from device_conformance.fixtures.vendor_isolation import (
     seen,
 )
 
-from device_conformance.kubelet_state import allocresp, devicemanager
+from device_conformance.framework import allocresp, device_checkpoint
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.vendor_blackbox("device-plugin")]
 
 
 def _answers(node, pod, resource):
     """{container: its Allocate answer} the kubelet's checkpoint keeps for `pod` and `resource`."""
-    parsed = devicemanager.parse(node.read_file(devicemanager.DEFAULT_PATH))
-    assert parsed.valid, f"the kubelet's checkpoint does not parse: {parsed.reason}"
-    entries = parsed.checkpoint.entries or []
+    entries = device_checkpoint(node).entries or []
     return {
         e.container_name: allocresp.decode_alloc_resp(e.alloc_resp)
         for e in entries

@@ -45,30 +45,23 @@ import pytest
 from device_conformance.fixtures.device_plugin_blackbox import allocate_calls, one_device
 from device_conformance.fixtures.vendor import allocatable_ids, offered_devices, wait_registrations
 
-from device_conformance.core import timeouts
-from device_conformance.kube import pods
-from device_conformance.kube.nodes import resource_counts
-from device_conformance.kubelet_state import devicemanager
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Abort, Pending, until
+from device_conformance.framework import (
+    ADMISSION_ERROR,
+    Abort,
+    Pending,
+    assert_running_unrestarted,
+    checkpointed_devices,
+    device_checkpoint,
+    nodes,
+    pods,
+    timeouts,
+    until,
+    wait,
+)
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.vendor_blackbox("device-plugin")]
 
 SLEEP = ["sleep", "86400"]
-ADMISSION_ERROR = "UnexpectedAdmissionError"
-
-
-def _checkpoint(node):
-    parsed = devicemanager.parse(node.read_file(devicemanager.DEFAULT_PATH))
-    assert parsed.valid, f"the kubelet's checkpoint does not parse: {parsed.reason}"
-    return parsed.checkpoint
-
-
-def _checkpointed(node, pod, resource):
-    """{container: sorted device IDs} the kubelet's checkpoint records for `pod` and `resource`."""
-    entries = _checkpoint(node).entries or []
-    mine = [e for e in entries if e.pod_uid == pod.uid and e.resource_name == resource]
-    return {e.container_name: sorted(e.devices()) for e in mine}
 
 
 def _still_advertised(kube, node, resource, offered, when):
@@ -78,18 +71,10 @@ def _still_advertised(kube, node, resource, offered, when):
     assert listed == offered, (
         f"{when}: podresources GetAllocatableResources lists {listed} of {resource}, not {offered}"
     )
-    registered = sorted((_checkpoint(node).registered_devices or {}).get(resource) or [])
+    registered = sorted((device_checkpoint(node).registered_devices or {}).get(resource) or [])
     assert registered == offered, f"{when}: the checkpoint's RegisteredDevices of {resource} are {registered}"
-    counts = resource_counts(kube, node.name, resource)
+    counts = nodes.resource_counts(kube, node.name, resource)
     assert counts == (len(offered), len(offered)), f"{when}: node capacity/allocatable of {resource} are {counts}"
-
-
-def _running_unrestarted(pod, uid, when):
-    current = pod.read()
-    main = next((s for s in current.status.container_statuses or [] if s.name == "main"), None)
-    assert current.metadata.uid == uid and current.status.phase == "Running" and main and not main.restart_count, (
-        f"{when}: {pod} is no longer the Running, never restarted pod it was: {pods.summary(current)}"
-    )
 
 
 def _at_least(n, needed, what):
@@ -112,7 +97,7 @@ def test_init_container_devices_are_reused_by_the_app_container(
     pod = pod_factory("reuse", SLEEP, resources={resource: 1}, init_containers=[init])
     pod.wait_running()
     held = one_device(pod, resource, offered)
-    recorded = _checkpointed(node, pod, resource)
+    recorded = checkpointed_devices(node, pod, resource)
     assert recorded == {"init": [held], "main": [held]}, (
         f"the checkpoint records {recorded} for {pod}; the app container must reuse the init container's {held!r}"
     )
@@ -148,8 +133,8 @@ def test_deleted_pod_frees_its_devices_for_the_next_pod(kube, node, pod_factory,
     assert sorted(second.devices(resource)) == offered, (
         f"{second} holds {sorted(second.devices(resource))}, not {offered}"
     )
-    assert _checkpointed(node, first, resource) == {}, f"the checkpoint still records the deleted {first}"
-    assert _checkpointed(node, second, resource) == {"main": offered}
+    assert checkpointed_devices(node, first, resource) == {}, f"the checkpoint still records the deleted {first}"
+    assert checkpointed_devices(node, second, resource) == {"main": offered}
     allocate_calls(kubelet_counts, resource, before + 2)
     _still_advertised(kube, node, resource, offered, "after the second pod took every device")
 
@@ -173,7 +158,7 @@ def test_plugin_restarted_twice_in_a_row_registers_and_serves(kube, node, pod_fa
         wait_registrations(kubelet_counts, resource, registered + round_, timeouts.DEVICE_COUNTS_AFTER_RESTART)
         assert offered_devices(kube, node, resource) == n
         _still_advertised(kube, node, resource, offered, f"after restart {round_} of the plugin")
-    _running_unrestarted(pod, uid, "after two plugin restarts")
+    assert_running_unrestarted(pod, uid, "after two plugin restarts")
     assert pod.devices(resource) == [held], f"podresources lists {pod.devices(resource)} for {pod}, not [{held!r}]"
     if n >= 2:
         after = pod_factory("after", SLEEP, resources={resource: 1})
@@ -201,9 +186,9 @@ def test_kubelet_sigkill_keeps_pods_devices_and_checkpoint(kube, node, pod_facto
     wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert offered_devices(kube, node, resource) == n
     _still_advertised(kube, node, resource, offered, "after the kubelet's SIGKILL")
-    _running_unrestarted(pod, uid, "after the kubelet's SIGKILL")
+    assert_running_unrestarted(pod, uid, "after the kubelet's SIGKILL")
     assert pod.devices(resource) == [held], f"after the SIGKILL podresources lists {pod.devices(resource)}"
-    recorded = _checkpointed(node, pod, resource)
+    recorded = checkpointed_devices(node, pod, resource)
     assert recorded == {"main": [held]}, f"after the SIGKILL the checkpoint records {recorded} for {pod}"
     allocate_calls(kubelet_counts, resource, 0)
 
@@ -222,7 +207,7 @@ def test_pods_admitted_together_get_distinct_devices(kube, node, pod_factory, ku
         pod.wait_running()
     held = {pod.name: one_device(pod, resource, offered) for pod in together}
     assert sorted(held.values()) == offered, f"the {n} pods hold {held}; each offered device once is {offered}"
-    recorded = {pod.name: _checkpointed(node, pod, resource) for pod in together}
+    recorded = {pod.name: checkpointed_devices(node, pod, resource) for pod in together}
     assert recorded == {name: {"main": [device]} for name, device in held.items()}, (
         f"the checkpoint records {recorded}; podresources lists {held}"
     )
@@ -244,7 +229,7 @@ def test_containers_of_one_pod_get_distinct_devices(kube, node, pod_factory, kub
     pod.wait_running()
     devices = {c: one_device(pod, resource, offered, c) for c in ("main", "second")}
     assert devices["main"] != devices["second"], f"both containers of {pod} got {devices['main']!r}"
-    recorded = _checkpointed(node, pod, resource)
+    recorded = checkpointed_devices(node, pod, resource)
     assert recorded == {c: [d] for c, d in devices.items()}, (
         f"the checkpoint records {recorded}; podresources lists {devices}"
     )
@@ -322,5 +307,5 @@ def test_pod_deleted_while_the_plugin_is_down_frees_its_devices(
     assert sorted(successor.devices(resource)) == offered, (
         f"{successor} holds {sorted(successor.devices(resource))}, not {offered}"
     )
-    assert _checkpointed(node, holder, resource) == {}, f"the checkpoint still records the deleted {holder}"
+    assert checkpointed_devices(node, holder, resource) == {}, f"the checkpoint still records the deleted {holder}"
     allocate_calls(kubelet_counts, resource, allocated + 1)

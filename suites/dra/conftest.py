@@ -3,9 +3,7 @@ node), and the skip for runtimes that cannot hand DRA devices (CDI) to container
 
 import pytest
 
-from device_conformance.kubelet_state import dra as dra_state
-from device_conformance.kubelet_state.saved import SavedFiles
-from device_conformance.node.cri import cdi_support
+from device_conformance.framework import SavedFiles, cdi_support, dra_state
 
 
 @pytest.fixture

@@ -5,24 +5,18 @@ import uuid
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.core.errors import ConformanceError
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.kubelet_state import dra as dra_state
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    SINCE_DRA,
+    ConformanceError,
+    Pending,
+    claim_record,
+    dra_checkpoint,
+    dra_state,
+    timeouts,
+    until,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.checkpoint,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-
-def read_state(node):
-    parsed = dra_state.parse(node.read_file(dra_state.DEFAULT_PATH))
-    assert parsed.valid, parsed.reason
-    return parsed.state
+pytestmark = [pytest.mark.dra, pytest.mark.checkpoint, SINCE_DRA]
 
 
 def test_checkpoint_records_the_prepared_claim(node, dra_driver, dra_objects):
@@ -32,7 +26,7 @@ def test_checkpoint_records_the_prepared_claim(node, dra_driver, dra_objects):
     claim = pod.claim()
     uid = claim["metadata"]["uid"]
 
-    entries = {e.claim_uid: e for e in read_state(node).entries or []}
+    entries = {e.claim_uid: e for e in dra_checkpoint(node).entries or []}
     assert uid in entries, f"checkpoint entries: {list(entries)}"
     entry = entries[uid]
     assert (entry.claim_name, entry.namespace, entry.pod_uids) == (claim["metadata"]["name"], pod.namespace, [pod.uid])
@@ -66,7 +60,7 @@ def test_forged_checkpoint_with_right_checksum_is_believed(node, namespace, dra_
     driver = dra_driver(devices=("dev-0",))
     forged = forged_entry(driver, namespace)
     with node.kubelet.stopped():
-        state = read_state(node)
+        state = dra_checkpoint(node)
         state.entries = [*(state.entries or []), forged]
         node.write_file(dra_state.DEFAULT_PATH, dra_state.encode(state, share_id_field=True))
     driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)

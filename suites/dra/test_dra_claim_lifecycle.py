@@ -3,22 +3,21 @@ failed and blocked NodePrepareResources / NodeUnprepareResources calls."""
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.dra_driver import cdi
-from device_conformance.kube.container_env import parse_env, print_env_script
-from device_conformance.node.cri import cdi_support
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import stays
+from device_conformance.framework import (
+    PREPARE,
+    SINCE_DRA,
+    UNPREPARE,
+    cdi,
+    cdi_support,
+    claim_record,
+    parse_env,
+    print_env_script,
+    stays,
+    timeouts,
+    wait_dra,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 def retried_until_ok(calls, uid, failure):

@@ -31,31 +31,26 @@ from typing import Any
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR, FORCE_DELETED_CLAIM_NAME_REUSED
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.framework.handles import NODE_AUTHORIZER_LAG
-from device_conformance.kube import dra, pods
-from device_conformance.kubelet_state import dra as dra_state
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    FORCE_DELETED_CLAIM_NAME_REUSED,
+    NODE_AUTHORIZER_LAG,
+    PREPARE,
+    SINCE_DRA,
+    UNPREPARE,
+    Pending,
+    claim_record,
+    dra,
+    dra_checkpoint,
+    make_claim,
+    pods,
+    timeouts,
+    until,
+    wait_dra,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 REFUSAL = "FailedPrepareDynamicResources"
-
-
-def make_claim(dra_objects: Any, driver: Any, name: str) -> str:
-    """A ResourceClaim named `name` asking for one device of the driver -> its UID."""
-    spec = dra.claim_spec([dra.device_request(driver.config.driver_name)])
-    created = dra.create(
-        dra_objects.kube, dra_objects.namespace, "resourceclaims", dra.claim_manifest(name, spec, dra_objects.api)
-    )
-    return created["metadata"]["uid"]
 
 
 def refused_or_started(pod: Any) -> tuple[str, str]:
@@ -81,9 +76,7 @@ def refused_or_started(pod: Any) -> tuple[str, str]:
 
 def checkpointed(node: Any) -> list[tuple[str, str, list[str]]]:
     """(claim UID, claim name, pod UIDs) of each entry of the kubelet's dra_manager_state."""
-    parsed = dra_state.parse(node.read_file(dra_state.DEFAULT_PATH))
-    assert parsed.valid and parsed.state is not None, parsed.reason
-    return [(e.claim_uid, e.claim_name, sorted(e.pod_uids or [])) for e in parsed.state.entries or []]
+    return [(e.claim_uid, e.claim_name, sorted(e.pod_uids or [])) for e in dra_checkpoint(node).entries or []]
 
 
 @pytest.mark.scenario("DRA-X4", "DRA-E7")

@@ -6,19 +6,18 @@ failed."""
 import pytest
 from device_conformance.fixtures.dra_drivers import unique_driver
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.dra_driver.kubeapi import ensure_device_class
-from device_conformance.kube import dra
-from device_conformance.wait import dra as wait_dra
+from device_conformance.framework import (
+    PREPARE,
+    SINCE_DRA,
+    UNPREPARE,
+    claim_record,
+    dra,
+    ensure_device_class,
+    timeouts,
+    wait_dra,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 def not_started(current):

@@ -7,14 +7,9 @@ v0.37.1 structured/internal/stable/allocator_stable.go)."""
 import pytest
 from device_conformance.fixtures.dra_pods import claim_with_requests
 
-from device_conformance.expectations.dra import CLASS_CONFIG_NAMES_NO_REQUESTS, FIRST_DRA_MINOR
-from device_conformance.fakes.dra_driver.resourceslices import build_device_class
-from device_conformance.kube import dra
+from device_conformance.framework import CLASS_CONFIG_NAMES_NO_REQUESTS, SINCE_DRA, build_device_class, dra
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 PARAMETERS = {"mode": "from-class"}
 

@@ -5,24 +5,21 @@ import time
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import (
-    FIRST_DRA_CONNECTION_MONITORING_MINOR,
-    FIRST_DRA_MINOR,
-    FIRST_SEAMLESS_DRIVER_UPDATE_MINOR,
+from device_conformance.framework import (
+    PREPARE,
+    SINCE_DRA,
+    SINCE_SLICE_WIPE_ON_DISCONNECT,
+    SINCE_SLICE_WIPING_DELAY,
+    UNPREPARE,
+    claim_record,
+    dra,
+    pods,
+    stays,
+    timeouts,
+    wait_dra,
 )
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.kube import dra, pods
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import stays
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 def slice_identity(kube, resource_api, node, driver):
@@ -31,10 +28,7 @@ def slice_identity(kube, resource_api, node, driver):
     return [(i["metadata"]["uid"], i["metadata"]["resourceVersion"]) for i in items]
 
 
-@pytest.mark.since(
-    f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}",
-    "slices wiped only after the wiping delay, a pending wipe cancelled by a new registration (kubernetes#129832)",
-)
+@SINCE_SLICE_WIPING_DELAY
 @pytest.mark.scenario("DRA2")
 def test_killed_driver_registers_again_when_restarted(node, dra_driver, dra_objects):
     """The kubelet registers the new process and serves the next pod through it (not through a connection
@@ -51,10 +45,7 @@ def test_killed_driver_registers_again_when_restarted(node, dra_driver, dra_obje
     assert prepares == [([pod.claim_uid()], "ok", driver.pid)], "one NodePrepareResources, to the new process"
 
 
-@pytest.mark.since(
-    f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}",
-    "slices wiped only after the wiping delay, a pending wipe cancelled by a new registration (kubernetes#129832)",
-)
+@SINCE_SLICE_WIPING_DELAY
 @pytest.mark.scenario("DRA-S5")
 def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, node, dra_driver, resource_api):
     driver = dra_driver(devices=("dev-0", "dev-1"))
@@ -75,10 +66,7 @@ def test_resourceslices_survive_a_restart_shorter_than_the_wiping_delay(kube, no
     )
 
 
-@pytest.mark.since(
-    f"1.{FIRST_DRA_CONNECTION_MONITORING_MINOR}",
-    "the kubelet wipes the slices of a disconnected driver (kubernetes#132058)",
-)
+@SINCE_SLICE_WIPE_ON_DISCONNECT
 @pytest.mark.scenario("DRA-S3")
 def test_resourceslices_go_when_the_driver_stays_away(kube, node, dra_driver, resource_api):
     driver = dra_driver(devices=("dev-0",))

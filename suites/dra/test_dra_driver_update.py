@@ -20,21 +20,23 @@ from dataclasses import dataclass
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_SEAMLESS_DRIVER_UPDATE_MINOR
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.dra_driver.handle import DraDriverHandle
-from device_conformance.fakes.dra_driver.resourceslices import slice_name
-from device_conformance.kube import dra
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import Watch, stays, watch
+from device_conformance.framework import (
+    FIRST_SEAMLESS_DRIVER_UPDATE_MINOR,
+    PREPARE,
+    SINCE_SEAMLESS_DRIVER_UPDATE,
+    DraDriverHandle,
+    Watch,
+    claim_record,
+    dra,
+    slice_name,
+    stays,
+    timeouts,
+    wait_dra,
+    watch,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}", "seamless DRA driver updates (kubernetes#129832)"),
-]
+pytestmark = [pytest.mark.dra, SINCE_SEAMLESS_DRIVER_UPDATE]
 
-PREPARE = "NodePrepareResources"
 # The slices must outlive the wiping delay by a margin: a wipe is a timed work item of the kubelet.
 SLICES_KEPT_WINDOW = timeouts.DRA_WIPING_DELAY + 10
 

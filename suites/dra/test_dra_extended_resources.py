@@ -10,28 +10,28 @@ kube_features.go); expectations/cluster.py turns no alpha gate on, so the suite 
 import pytest
 from device_conformance.fixtures.dra_drivers import KEEP_FINALIZER
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import (
+from device_conformance.framework import (
     DRA_EXTENDED_RESOURCE_POD_NOT_EVICTED,
     DRA_EXTENDED_RESOURCE_TAKEN_FOR_DEVICE_PLUGIN_RESOURCE,
+    PREPARE,
+    ClaimPodHandle,
+    OptionsConfig,
+    Pending,
+    assert_evicted,
+    build_device_class,
+    cdi,
+    cdi_support,
+    claim_record,
+    dra,
+    parse_env,
+    pods,
+    print_env_script,
+    timeouts,
+    until,
 )
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.device_plugin.config import OptionsConfig
-from device_conformance.fakes.dra_driver import cdi
-from device_conformance.fakes.dra_driver.resourceslices import build_device_class
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.framework.taint_eviction import assert_evicted
-from device_conformance.kube import dra, pods
-from device_conformance.kube.container_env import parse_env, print_env_script
-from device_conformance.node.cri import cdi_support
-from device_conformance.wait.core import Pending, until
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since("1.36", "DRAExtendedResource is beta and on from 1.36 (KEP-5004)"),
-]
+pytestmark = [pytest.mark.dra, pytest.mark.since("1.36", "DRAExtendedResource is beta and on from 1.36 (KEP-5004)")]
 
-PREPARE = "NodePrepareResources"
 SCRIPT = f"{print_env_script('DRA_')}; exec sleep 86400"
 
 

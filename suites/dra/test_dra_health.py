@@ -4,24 +4,20 @@ by default from 1.36) in the pod's containerStatuses[].allocatedResourcesStatus.
 import pytest
 from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import (
-    FIRST_DRA_MINOR,
-    FIRST_RESOURCE_HEALTH_STATUS_MINOR,
+from device_conformance.framework import (
     HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE,
+    SINCE_DRA,
+    SINCE_RESOURCE_HEALTH_STATUS,
+    Pending,
+    stays,
+    timeouts,
+    until,
 )
-from device_conformance.wait.core import Pending, stays, until
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
-@pytest.mark.since(
-    f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}",
-    "ResourceHealthStatus on by default (beta); the suite does not turn it on before",
-)
+@SINCE_RESOURCE_HEALTH_STATUS
 @pytest.mark.scenario("DRA-H1")
 def test_health_updates_reach_the_pod_status(dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",), health_service=True)
@@ -39,10 +35,7 @@ def test_health_updates_reach_the_pod_status(dra_driver, dra_objects):
 NO_HEALTH_CALL_WINDOW = 12
 
 
-@pytest.mark.since(
-    f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}",
-    "ResourceHealthStatus on by default (beta); the suite does not turn it on before",
-)
+@SINCE_RESOURCE_HEALTH_STATUS
 @pytest.mark.known_bug(HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE)
 def test_no_health_stream_to_a_driver_without_the_health_service(dra_driver, shows_known_bug):
     """kubernetes#141855: the kubelet opens the health stream of a driver that advertised DRAResourceHealth at

@@ -5,17 +5,9 @@ health reaches every pod that shares it while another pod's device keeps its own
 import pytest
 from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR, FIRST_RESOURCE_HEALTH_STATUS_MINOR
+from device_conformance.framework import SINCE_DRA, SINCE_RESOURCE_HEALTH_STATUS, timeouts
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-    pytest.mark.since(
-        f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}",
-        "ResourceHealthStatus on by default (beta); the suite does not turn it on before",
-    ),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA, SINCE_RESOURCE_HEALTH_STATUS]
 
 
 @pytest.mark.slow  # the kubelet took 69 s to report the stopped driver's device Unknown (upstream allows 2 min)

@@ -15,9 +15,12 @@ a 1.37.1 tree with #140904's loadFromCheckpoint (`device-conformance reproduce -
 import pytest
 from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 
-from device_conformance.expectations.dra import FIRST_RESOURCE_HEALTH_STATUS_MINOR, NULL_HEALTH_CHECKPOINT_PANICS
-from device_conformance.kubelet_state import drahealth
-from device_conformance.kubelet_state.saved import SavedFiles
+from device_conformance.framework import (
+    FIRST_RESOURCE_HEALTH_STATUS_MINOR,
+    NULL_HEALTH_CHECKPOINT_PANICS,
+    SavedFiles,
+    drahealth,
+)
 
 pytestmark = [
     pytest.mark.dra,

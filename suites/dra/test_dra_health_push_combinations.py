@@ -43,19 +43,18 @@ import pytest
 from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 from kubernetes import client
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR, FIRST_RESOURCE_HEALTH_STATUS_MINOR
-from device_conformance.kube import dra, pods
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    SINCE_ADMIN_ACCESS,
+    SINCE_DRA,
+    SINCE_RESOURCE_HEALTH_STATUS,
+    Pending,
+    dra,
+    pods,
+    timeouts,
+    until,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-    pytest.mark.since(
-        f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}",
-        "ResourceHealthStatus on by default (beta); the suite does not turn it on before",
-    ),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA, SINCE_RESOURCE_HEALTH_STATUS]
 
 ADMIN_LABEL = "resource.kubernetes.io/admin-access"
 # A pushed update shows in the pod status within this: the push and the pod sync it starts take well under a
@@ -88,7 +87,7 @@ def results(claim: dict[str, Any]) -> list[dict[str, Any]]:
     return claim["status"]["allocation"]["devices"]["results"]
 
 
-@pytest.mark.since("1.34", "DRAAdminAccess is beta and on from 1.34 (KEP-5018)")
+@SINCE_ADMIN_ACCESS
 @pytest.mark.scenario("DRA-X2", "DRA-H4")
 def test_health_is_pushed_to_every_pod_of_a_shared_claim_and_of_an_admin_claim_on_the_device(
     kube, namespace, dra_driver, dra_objects

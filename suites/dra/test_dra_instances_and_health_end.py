@@ -50,24 +50,23 @@ import time
 import pytest
 from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import (
+from device_conformance.framework import (
     FIRST_DRA_CONNECTION_MONITORING_MINOR,
-    FIRST_DRA_MINOR,
-    FIRST_RESOURCE_HEALTH_STATUS_MINOR,
-    FIRST_SEAMLESS_DRIVER_UPDATE_MINOR,
+    PREPARE,
+    SINCE_DRA,
+    SINCE_RESOURCE_HEALTH_STATUS,
+    SINCE_SEAMLESS_DRIVER_UPDATE,
+    UNPREPARE,
+    Pending,
+    claim_record,
+    metrics,
+    timeouts,
+    until,
+    wait_dra,
 )
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.kube.metrics import read
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import Pending, until
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 PLUGINS_METRIC = "plugin_manager_total_plugins"
 # Ten minutes: far beyond the wait for Unknown (timeouts.DRA_HEALTH_UNKNOWN).
 LONG_HEALTH_TIMEOUT = 600
@@ -78,7 +77,7 @@ def registered_sockets(kube, node):
     the world, `plugin_manager_total_plugins`), with their counts."""
     return {
         os.path.basename(s.labels["socket_path"]): s.value
-        for s in read(kube, node.name)
+        for s in metrics.read(kube, node.name)
         if s.name == PLUGINS_METRIC and s.labels.get("state") == "actual_state_of_world"
     }
 
@@ -92,7 +91,7 @@ def calls_by_instance(method, *drivers):
     return {d.config.instance: claim_record(d.calls(method)) for d in drivers}
 
 
-@pytest.mark.since(f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}", "seamless DRA driver updates (kubernetes#129832)")
+@SINCE_SEAMLESS_DRIVER_UPDATE
 @pytest.mark.since(f"1.{FIRST_DRA_CONNECTION_MONITORING_MINOR}", "the kubelet logs its connection to a driver")
 @pytest.mark.scenario("DRA-X3", "DRA-E15")
 def test_newer_instance_serves_while_both_are_registered_and_after_the_older_one_goes(
@@ -146,10 +145,7 @@ def test_newer_instance_serves_while_both_are_registered_and_after_the_older_one
 
 
 @pytest.mark.slow  # Unknown shows at the kubelet's next pod status update (its resync, 60-90 s)
-@pytest.mark.since(
-    f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}",
-    "ResourceHealthStatus on by default (beta); the suite does not turn it on before",
-)
+@SINCE_RESOURCE_HEALTH_STATUS
 @pytest.mark.scenario("DRA-X5", "DRA-H2")
 def test_stopped_driver_devices_turn_unknown_long_before_their_health_timeout(dra_driver, dra_objects):
     """The driver reports its device Healthy with health_check_timeout_seconds 600, then stops: the device turns

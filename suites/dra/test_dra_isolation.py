@@ -9,16 +9,10 @@ too, so a probe that could not see them cannot pass the check.
 import pytest
 from device_conformance.fixtures.dra_pods import PRINT_DRA_ENV, seen_env
 
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.dra_driver import cdi
+from device_conformance.framework import PREPARE, SINCE_DRA, UNPREPARE, cdi, claim_record
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 PROBE = ["sh", "-c", f"{PRINT_DRA_ENV}; exec sleep 86400"]
 
 

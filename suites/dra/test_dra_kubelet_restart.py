@@ -11,24 +11,25 @@ from dataclasses import dataclass
 import pytest
 from kubernetes import client
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR, supports_dra
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.dra_driver.handle import DraDriverHandle
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Watch, watch
+from device_conformance.framework import (
+    PREPARE,
+    SINCE_DRA,
+    UNPREPARE,
+    ClaimPodHandle,
+    DraDriverHandle,
+    Watch,
+    claim_record,
+    prepare_held_across,
+    supports_dra,
+    timeouts,
+    wait,
+    watch,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.disruptive,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+pytestmark = [pytest.mark.dra, pytest.mark.disruptive, SINCE_DRA]
 
 
-def running_claim_pod(driver, dra_objects):
+def running_pod_and_claim(driver, dra_objects):
     """A running pod with a claim from a template -> (its handle, the pod as it runs, the claim's UID)."""
     pod = dra_objects.claim_pod("restart", driver)
     running = pod.wait_running()
@@ -69,7 +70,7 @@ def restarted(request, cluster, kube):
     node, objects = shared.node, shared.objects
 
     running = shared.driver(devices=("dev-0",))
-    running_pod, running_before, running_uid = running_claim_pod(running, objects)
+    running_pod, running_before, running_uid = running_pod_and_claim(running, objects)
 
     deleted = shared.driver(devices=("dev-0",))
     deleted.block_prepare()
@@ -127,7 +128,7 @@ def test_driver_registers_again_after_kubelet_restart(node, dra_driver, kubelet_
 @pytest.mark.scenario("DRA11")
 def test_pod_deleted_while_kubelet_is_down_is_unprepared_after_start(node, dra_driver, dra_objects, kubelet_restored):
     driver = dra_driver(devices=("dev-0",))
-    pod, _, uid = running_claim_pod(driver, dra_objects)
+    pod, _, uid = running_pod_and_claim(driver, dra_objects)
     with node.kubelet.stopped():
         pod.force_delete()
         pod.wait_gone()
@@ -162,16 +163,7 @@ def test_prepare_blocked_across_a_kubelet_restart(node, dra_driver, dra_objects,
     driver = dra_driver(devices=("dev-0",))
     driver.block_prepare()
     pod = dra_objects.claim_pod("blocked", driver)
-    # The first prepare of a new pod may be refused (node authorizer lag) and retried at the resync.
-    driver.wait_for_blocked(PREPARE, timeout=timeouts.CLAIM_POD_START)
-    node.kubelet.restart()
-    driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
-    # The old kubelet's held call ends with its client; the restarted kubelet asks again, and is held.
-    driver.wait_for_call(PREPARE, count=2, timeout=timeouts.CLAIM_POD_START_AFTER_KUBELET_RESTART)
-    driver.wait_for_blocked(PREPARE)
-    driver.unblock()
-    pod.wait_running(timeout=timeouts.CLAIM_POD_START_AFTER_KUBELET_RESTART)
-    uid = pod.claim_uid()
+    uid = prepare_held_across(driver, pod, node.kubelet.restart)
     assert list(driver.prepared()) == [uid]
     # One call per kubelet: the old one's (held, then released) and the new one's, which started the pod.
     calls = driver.calls(PREPARE)

@@ -7,24 +7,27 @@ test/e2e_node/dra_test.go "must provide metrics"). A driver with no prepared cla
 import pytest
 from device_conformance.fixtures.dra_pods import claim_with_requests, claims_pod
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_CLAIMS_IN_USE_METRIC_MINOR
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.kube.metrics import by_label, kubelet_metrics, parse
+from device_conformance.framework import (
+    FIRST_CLAIMS_IN_USE_METRIC_MINOR,
+    PREPARE,
+    UNPREPARE,
+    claim_record,
+    metrics,
+    timeouts,
+)
 
 pytestmark = [
     pytest.mark.dra,
     pytest.mark.since(f"1.{FIRST_CLAIMS_IN_USE_METRIC_MINOR}", "dra_resource_claims_in_use (kubernetes#131641)"),
 ]
 
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 METRIC = "dra_resource_claims_in_use"
 
 
 def assert_claims_in_use(kube, node, expected, when):
     """The gauge's samples are exactly `expected`; the failure shows the kubelet's own lines for it."""
-    text = kubelet_metrics(kube, node.name)
-    seen = by_label(parse(text), METRIC, "driver_name")
+    text = metrics.kubelet_metrics(kube, node.name)
+    seen = metrics.by_label(metrics.parse(text), METRIC, "driver_name")
     lines = [line for line in text.splitlines() if METRIC in line] or [
         f"no {METRIC} in {len(text)} chars: {text[:300]!r}"
     ]

@@ -7,17 +7,17 @@ import pytest
 from device_conformance.fixtures.dra_drivers import unique_driver
 from kubernetes import client
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR, MISSING_DRIVER_BLOCKS_POD_DELETION
-from device_conformance.fakes.dra_driver import DeviceSpec
-from device_conformance.fakes.dra_driver.kubeapi import ensure_device_class
-from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
-from device_conformance.kube import dra, pods
+from device_conformance.framework import (
+    MISSING_DRIVER_BLOCKS_POD_DELETION,
+    SINCE_DRA,
+    dra,
+    ensure_device_class,
+    pods,
+    publish_slice,
+    timeouts,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 @pytest.fixture
@@ -25,15 +25,7 @@ def absent_driver(cluster, kube, node, resource_api):
     """A driver name with a DeviceClass and a ResourceSlice of one device on the node, published as a driver would,
     but no kubelet plugin: it never registers."""
     name = unique_driver()
-    body = build_resource_slice(
-        driver=name,
-        node_name=node.name,
-        pool=node.name,
-        generation=1,
-        devices=[DeviceSpec("dev-0")],
-        api_version=resource_api,
-    )
-    kube.custom.create_cluster_custom_object(dra.GROUP, resource_api.split("/")[1], "resourceslices", body)
+    publish_slice(kube, resource_api, node.name, name)
     ensure_device_class(name, kubeconfig=str(cluster.kubeconfig), api_version=resource_api)
     yield name
     dra.delete_device_class(kube, resource_api, name)

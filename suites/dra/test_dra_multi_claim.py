@@ -14,23 +14,23 @@ from device_conformance.fixtures.dra_pods import (
     seen_env,
 )
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import (
+from device_conformance.framework import (
     ALREADY_PREPARED_CLAIM_SKIPS_THE_REST,
-    FIRST_DRA_MINOR,
     PARTIAL_PREPARE_DUPLICATES_DEVICES,
+    PREPARE,
+    SINCE_DRA,
+    UNPREPARE,
+    ClaimResource,
+    DynamicResource,
+    Pending,
+    claim_record,
+    dra_checkpoint_entry,
+    summarize,
+    timeouts,
+    until,
 )
-from device_conformance.fakes.common.calls import claim_record, summarize
-from device_conformance.kube.podresources import ClaimResource, DynamicResource
-from device_conformance.kubelet_state import dra as dra_state
-from device_conformance.wait.core import Pending, until
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 def by_call(calls):
@@ -123,11 +123,7 @@ def test_pod_with_a_claim_another_pod_prepared_and_a_new_claim_gets_both(
 
 def checkpoint_devices(node, uid):
     """driver -> [(pool, device, requests, CDI IDs)] of a claim in dra_manager_state."""
-    parsed = dra_state.parse(node.read_file(dra_state.DEFAULT_PATH))
-    assert parsed.valid, parsed.reason
-    entries = {e.claim_uid: e for e in parsed.state.entries or []}
-    assert uid in entries, f"claim {uid} not in dra_manager_state; entries: {sorted(entries)}"
-    drivers = entries[uid].drivers or {}
+    drivers = dra_checkpoint_entry(node, uid).drivers or {}
     return {
         driver: [(d.pool_name, d.device_name, list(d.request_names), list(d.cdi_device_ids)) for d in devices or []]
         for driver, devices in drivers.items()

@@ -6,17 +6,20 @@ GetAllocatableResources)."""
 import pytest
 from device_conformance.fixtures.dra_pods import device_key, in_device_order
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR, PODRESOURCES_REPEATS_EARLIER_CDI_IDS
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.kube import podresources
-from device_conformance.kube.podresources import ClaimResource, DynamicResource
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    PODRESOURCES_REPEATS_EARLIER_CDI_IDS,
+    SINCE_DRA,
+    SINCE_PODRESOURCES_GET,
+    ClaimResource,
+    DynamicResource,
+    Pending,
+    claim_record,
+    podresources,
+    timeouts,
+    until,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 def podresources_probe(socket, pod, driver_name, expected):
@@ -58,7 +61,7 @@ def expected_claim(driver, pod):
 
 
 @pytest.mark.disruptive
-@pytest.mark.since("1.34", "podresources Get (KubeletPodResourcesGet) on by default")
+@SINCE_PODRESOURCES_GET
 def test_list_and_get_report_the_claims_device_before_and_after_a_kubelet_restart(
     node, dra_driver, dra_objects, kubelet_restored
 ):
@@ -81,7 +84,7 @@ def test_list_and_get_report_the_claims_device_before_and_after_a_kubelet_restar
 
 
 @pytest.mark.known_bug(PODRESOURCES_REPEATS_EARLIER_CDI_IDS)
-@pytest.mark.since("1.34", "podresources Get (KubeletPodResourcesGet) on by default")
+@SINCE_PODRESOURCES_GET
 def test_each_device_of_a_claim_is_listed_with_only_its_own_cdi_ids(node, dra_driver, dra_objects, shows_known_bug):
     driver = dra_driver(devices=("dev-0", "dev-1"))
     pod = dra_objects.claim_pod("podres-two", driver, request={"count": 2})

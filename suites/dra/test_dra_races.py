@@ -11,22 +11,21 @@ import math
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import (
-    FIRST_DRA_MINOR,
+from device_conformance.framework import (
     FORCE_DELETED_CLAIM_NAME_REUSED,
+    PREPARE,
     PREPARE_JOINS_UNPREPARING_CLAIM,
+    SINCE_DRA,
+    UNPREPARE,
+    claim_record,
+    dra,
+    held_and_released,
+    make_claim,
+    timeouts,
+    wait_dra,
 )
-from device_conformance.fakes.common.calls import claim_record, held_and_released
-from device_conformance.kube import dra
-from device_conformance.wait import dra as wait_dra
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 def no_container_started(current):
@@ -54,15 +53,6 @@ def assert_unprepared_only_while_held(unprepares, uid):
         f"{len(unprepares)} unprepare calls in a {hold:.1f} s hold, more than the pod worker's, its {cancelled} "
         f"retries and one per reconcile period ({most}): {claim_record(unprepares)}"
     )
-
-
-def make_claim(dra_objects, driver, name):
-    """A ResourceClaim named `name` asking for one device of the driver; returns its UID."""
-    spec = dra.claim_spec([dra.device_request(driver.config.driver_name)])
-    created = dra.create(
-        dra_objects.kube, dra_objects.namespace, "resourceclaims", dra.claim_manifest(name, spec, dra_objects.api)
-    )
-    return created["metadata"]["uid"]
 
 
 @pytest.mark.slow  # ~90 s: the refused prepare is retried at the pod worker's next sync

@@ -5,15 +5,15 @@ advertises."""
 import pytest
 from device_conformance.fixtures.dra_pods import claim_with_requests, claims_pod
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_CONNECTION_MONITORING_MINOR, FIRST_DRA_MINOR
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.wait import dra as wait_dra
+from device_conformance.framework import (
+    FIRST_DRA_CONNECTION_MONITORING_MINOR,
+    SINCE_DRA,
+    claim_record,
+    timeouts,
+    wait_dra,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 @pytest.mark.scenario("DRA3")

@@ -24,16 +24,9 @@ Proved against one-line breaks of a 1.37.1 tree (K8S_SOURCE; `pytest <this modul
 import pytest
 from device_conformance.fixtures.dra_pods import allocation, claim_with_requests, claims_pod, expected_env, seen_env
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
-from device_conformance.fakes.common.calls import claim_record
+from device_conformance.framework import PREPARE, SINCE_DRA, claim_record, timeouts
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-PREPARE = "NodePrepareResources"
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 @pytest.mark.scenario("DRA-X1", "DRA-E6")

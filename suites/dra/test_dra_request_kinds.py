@@ -11,29 +11,28 @@ DRAPartitionableDevices is alpha (off) from 1.33 and beta, on, from 1.36.
 import pytest
 from kubernetes import client
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import PARTITIONABLE_DEVICES_SINCE
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.dra_driver import DeviceSpec, cdi
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.kube import dra, pods
-from device_conformance.kube.container_env import parse_env, print_env_script
-from device_conformance.kubelet_state import dra as dra_state
-from device_conformance.node.cri import cdi_support
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    PARTITIONABLE_DEVICES_SINCE,
+    PREPARE,
+    SINCE_ADMIN_ACCESS,
+    ClaimPodHandle,
+    DeviceSpec,
+    Pending,
+    cdi,
+    cdi_support,
+    claim_record,
+    dra,
+    dra_checkpoint_entry,
+    parse_env,
+    pods,
+    print_env_script,
+    timeouts,
+    until,
+)
 
 pytestmark = [pytest.mark.dra]
 
-PREPARE = "NodePrepareResources"
 ADMIN_LABEL = "resource.kubernetes.io/admin-access"
-
-
-def checkpoint_entry(node, uid):
-    parsed = dra_state.parse(node.read_file(dra_state.DEFAULT_PATH))
-    assert parsed.valid, parsed.reason
-    entries = {e.claim_uid: e for e in parsed.state.entries or []}
-    assert uid in entries, f"checkpoint entries: {list(entries)}, not the claim {uid}"
-    return entries[uid]
 
 
 def claim_pod(kube, dra_objects, prefix, spec, command, *, container_request=None, **options):
@@ -91,7 +90,7 @@ def test_prioritized_list_subrequest_is_prepared_and_reaches_the_container(node,
     assert results_of(claim) == [("dev/small", "dev-0")], "the second sub-request, as no big device exists"
     assert claim_record(driver.calls(PREPARE)) == [([uid], "ok")], "prepared exactly once"
     (answered,) = driver.prepared()[uid]["devices"]
-    (device,) = checkpoint_entry(node, uid).drivers[name]
+    (device,) = dra_checkpoint_entry(node, uid).drivers[name]
     assert (device.device_name, device.request_names, device.cdi_device_ids) == (
         "dev-0",
         answered["request_names"],
@@ -109,7 +108,7 @@ def admin_claim_spec(device_class):
     return dra.claim_spec([request])
 
 
-@pytest.mark.since("1.34", "DRAAdminAccess is beta and on from 1.34 (KEP-5018)")
+@SINCE_ADMIN_ACCESS
 @pytest.mark.scenario("DRA-E26")
 def test_admin_access_needs_the_namespace_label(kube, namespace, dra_driver, dra_objects):
     driver = dra_driver(devices=("dev-0",))
@@ -136,7 +135,7 @@ def _created_or_pending(kube, namespace, body):
         return Pending(f"HTTP {exc.status}: {exc.body[:200]}")
 
 
-@pytest.mark.since("1.34", "DRAAdminAccess is beta and on from 1.34 (KEP-5018)")
+@SINCE_ADMIN_ACCESS
 @pytest.mark.scenario("DRA-E8")
 def test_admin_access_daemonset_runs_beside_the_device_owner(node, kube, namespace, dra_driver, dra_objects):
     """The only device is held by an ordinary pod; a DaemonSet pod with admin access gets the same device
@@ -219,7 +218,7 @@ def test_two_claims_sharing_a_device_prepare_and_unprepare_with_their_share_ids(
     assert sorted(claim_record(driver.calls(PREPARE))) == sorted([([u], "ok") for u in uids]), "each claim once"
     for uid, share_id in zip(uids, share_ids, strict=True):
         (answered,) = driver.prepared()[uid]["devices"]
-        (device,) = checkpoint_entry(node, uid).drivers[driver.config.driver_name]
+        (device,) = dra_checkpoint_entry(node, uid).drivers[driver.config.driver_name]
         assert (answered.get("share_id"), device.device_name, device.share_id) == (share_id, "dev-0", share_id), (
             f"the driver's answer and the kubelet's checkpoint for claim {uid}"
         )
@@ -236,9 +235,9 @@ def size_request(device_class, size, count=1):
     return {"count": count, "selectors": [f'device.attributes["{device_class}"].size == "{size}"']}
 
 
-def checkpointed_devices(node, driver, uid):
+def checkpointed_claim_devices(node, driver, uid):
     """The device names the kubelet recorded in dra_manager_state for the claim: what the driver answered."""
-    return sorted(d.device_name for d in checkpoint_entry(node, uid).drivers[driver.config.driver_name])
+    return sorted(d.device_name for d in dra_checkpoint_entry(node, uid).drivers[driver.config.driver_name])
 
 
 @pytest.mark.since(PARTITIONABLE_DEVICES_SINCE, "DRAPartitionableDevices is beta and on from 1.36 (KEP-4815)")
@@ -264,7 +263,7 @@ def test_partitions_are_allocated_only_as_far_as_their_shared_counters_allow(nod
     halves_uid = halves.claim_uid()
     assert sorted(halves.allocated_devices()) == ["gpu-0-half-a", "gpu-0-half-b"]
     assert claim_record(driver.calls(PREPARE)) == [([halves_uid], "ok")], "prepared once"
-    assert checkpointed_devices(node, driver, halves_uid) == ["gpu-0-half-a", "gpu-0-half-b"], "both halves"
+    assert checkpointed_claim_devices(node, driver, halves_uid) == ["gpu-0-half-a", "gpu-0-half-b"], "both halves"
 
     whole = dra_objects.claim_pod("whole", driver, request=size_request(name, "full"))
     message = whole.wait_unschedulable()
@@ -279,4 +278,4 @@ def test_partitions_are_allocated_only_as_far_as_their_shared_counters_allow(nod
     assert whole.allocated_devices() == ["gpu-0-full"]
     assert claim_record(driver.calls(PREPARE)) == [([halves_uid], "ok"), ([whole_uid], "ok")], "each claim once"
     assert sorted(driver.prepared()) == [whole_uid], "the halves' claim unprepared, the whole's prepared"
-    assert checkpointed_devices(node, driver, whole_uid) == ["gpu-0-full"]
+    assert checkpointed_claim_devices(node, driver, whole_uid) == ["gpu-0-full"]

@@ -11,47 +11,30 @@ A real reboot also empties /var/run/cdi: the driver writes the claim's CDI spec 
 import os
 
 import pytest
+from device_conformance.fixtures.dra_blackbox import main_status, wait_new_container
 from device_conformance.fixtures.dra_pods import PRINT_DRA_ENV, allocation, claim_with_requests, claims_pod, seen_env
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.dra_driver import cdi
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.kube import dra, pods
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    PREPARE,
+    SINCE_DRA,
+    UNPREPARE,
+    ClaimPodHandle,
+    cdi,
+    claim_record,
+    dra,
+    pods,
+    prepare_held_across,
+    timeouts,
+    wait_dra,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.disruptive,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+pytestmark = [pytest.mark.dra, pytest.mark.disruptive, SINCE_DRA]
 
 
 def expected_env(pod):
     claim = pod.claim()
     name, uid = claim["metadata"]["name"], claim["metadata"]["uid"]
     return sorted(line for d in pod.allocated_devices() for line in cdi.device_env(pod.namespace, name, uid, d))
-
-
-def main_status(pod):
-    statuses = [s for s in pod.read().status.container_statuses or [] if s.name == "main"]
-    return statuses[0] if statuses else None
-
-
-def wait_new_container(pod, old_id, timeout):
-    """The main container's status once a container other than `old_id` runs."""
-
-    def probe():
-        status = main_status(pod)
-        if status and status.container_id and status.container_id != old_id and status.state.running:
-            return status
-        return Pending(pod.summary())
-
-    return until(probe, what=f"{pod} to run a new main container (not {old_id})", timeout=timeout)
 
 
 def test_node_reboot_prepares_the_claim_again_before_the_new_containers_start(
@@ -175,16 +158,7 @@ def test_kubelet_sigkilled_during_prepare_prepares_again(node, dra_driver, dra_o
     driver = dra_driver(devices=("dev-0",))
     driver.block_prepare()
     pod = dra_objects.claim_pod("kill-prep", driver)
-    # The first prepare of a new pod may be refused (node authorizer lag) and retried at the resync.
-    driver.wait_for_blocked(PREPARE, timeout=timeouts.CLAIM_POD_START)
-    node.kubelet.crash()
-    driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
-    # The SIGKILLed kubelet's held call ends with its connection; the new kubelet asks again, and is held.
-    driver.wait_for_call(PREPARE, count=2, timeout=timeouts.CLAIM_POD_START_AFTER_KUBELET_RESTART)
-    driver.wait_for_blocked(PREPARE)
-    driver.unblock()
-    pod.wait_running(timeout=timeouts.CLAIM_POD_START_AFTER_KUBELET_RESTART)
-    uid = pod.claim_uid()
+    uid = prepare_held_across(driver, pod, node.kubelet.crash)
     assert claim_record(driver.calls(PREPARE)) == [([uid], "error CANCELLED"), ([uid], "ok")], (
         "the killed kubelet's call, then exactly one from the new kubelet"
     )

@@ -9,17 +9,18 @@ it is deleted, unprepareResources must leave the claim alone (`hasPodReference`,
 
 import pytest
 
-from device_conformance.expectations.dra import FIRST_DRA_MINOR, UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.kube import dra, pods
+from device_conformance.framework import (
+    PREPARE,
+    SINCE_DRA,
+    UNPREPARE,
+    UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM,
+    ClaimPodHandle,
+    claim_record,
+    dra,
+    pods,
+)
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
-
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 @pytest.mark.known_bug(UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM)

@@ -16,24 +16,22 @@ import pytest
 from device_conformance.fixtures.dra_drivers import unique_driver
 from kubernetes import client
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import (
-    FIRST_DRA_CONNECTION_MONITORING_MINOR,
-    FIRST_DRA_MINOR,
-    FIRST_SEAMLESS_DRIVER_UPDATE_MINOR,
+from device_conformance.framework import (
+    SINCE_DRA,
+    SINCE_SLICE_WIPE_ON_DISCONNECT,
+    SINCE_SLICE_WIPING_DELAY,
+    ClaimPodHandle,
+    Pending,
+    claim_record,
+    dra,
+    pods,
+    publish_slice,
+    timeouts,
+    until,
+    wait_dra,
 )
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.dra_driver import DeviceSpec
-from device_conformance.fakes.dra_driver.resourceslices import build_resource_slice
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.kube import dra, pods
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import Pending, until
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, SINCE_DRA]
 
 
 def slice_names(kube, api, node_name, driver_name):
@@ -73,10 +71,7 @@ def assert_wiped_after_the_delay(kube, node, driver, since):
     )
 
 
-@pytest.mark.since(
-    f"1.{FIRST_SEAMLESS_DRIVER_UPDATE_MINOR}",
-    "slices wiped only after the wiping delay, a pending wipe cancelled by a new registration (kubernetes#129832)",
-)
+@SINCE_SLICE_WIPING_DELAY
 @pytest.mark.scenario("DRA-S2")
 def test_slices_are_wiped_after_the_driver_unregisters(kube, node, gone_drivers):
     driver = gone_drivers.unregistered
@@ -84,10 +79,7 @@ def test_slices_are_wiped_after_the_driver_unregisters(kube, node, gone_drivers)
     assert_wiped_after_the_delay(kube, node, driver, gone_drivers.unregistered_since)
 
 
-@pytest.mark.since(
-    f"1.{FIRST_DRA_CONNECTION_MONITORING_MINOR}",
-    "the kubelet wipes the slices of a disconnected driver (kubernetes#132058)",
-)
+@SINCE_SLICE_WIPE_ON_DISCONNECT
 @pytest.mark.scenario("DRA-S4")
 def test_slices_are_wiped_when_the_registered_driver_is_unresponsive(kube, node, gone_drivers):
     driver = gone_drivers.unresponsive
@@ -95,27 +87,13 @@ def test_slices_are_wiped_when_the_registered_driver_is_unresponsive(kube, node,
     assert_wiped_after_the_delay(kube, node, driver, gone_drivers.unresponsive_since)
 
 
-def forged_slice(kube, api, node_name, driver_name):
-    """A ResourceSlice of a driver that never registers, published by the test as a driver would."""
-    body = build_resource_slice(
-        driver=driver_name,
-        node_name=node_name,
-        pool=node_name,
-        generation=1,
-        devices=[DeviceSpec("dev-0")],
-        api_version=api,
-    )
-    created = kube.custom.create_cluster_custom_object("resource.k8s.io", api.split("/")[1], "resourceslices", body)
-    return created["metadata"]["name"], created["metadata"]["uid"]
-
-
 @pytest.mark.scenario("DRA-S1")
 def test_kubelet_start_wipes_the_nodes_slices_and_keeps_other_nodes(kube, node, resource_api, kubelet_restored):
     driver = unique_driver()
     other_node = f"dc-other-{driver[3:11]}"
     try:
-        local, _ = forged_slice(kube, resource_api, node.name, driver)
-        foreign, foreign_uid = forged_slice(kube, resource_api, other_node, driver)
+        local, _ = publish_slice(kube, resource_api, node.name, driver)
+        foreign, foreign_uid = publish_slice(kube, resource_api, other_node, driver)
         node.kubelet.restart()
         wait_dra.for_slice_count(kube, resource_api, node.name, driver, 0, timeout=timeouts.DRA_SLICE_WIPE)
         kept = dra.list_slices(kube, resource_api, node=other_node, driver=driver)

@@ -33,27 +33,32 @@ unprepare-unknown-claim-error fails only the unprepare of a claim another proces
   the control plane's (pkg/controller/devicetainteviction); the kubelet then unprepares as for any deleted pod.
 """
 
-import json
-
 import pytest
-import yaml
-from device_conformance.fixtures.dra_blackbox import check_answered, counts_since, wait_counts
+from device_conformance.fixtures.dra_blackbox import (
+    CDI_DIR,
+    PRINT_ENV,
+    cdi_edits,
+    check_answered,
+    counts_since,
+    defined_cdi_ids,
+    listed_claims,
+    seen_env,
+    wait_counts,
+)
 from device_conformance.fixtures.vendor import cdi_specs
 
-from device_conformance.certify import cdi
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, FIRST_PODRESOURCES_DRA_MINOR
-from device_conformance.framework.taint_eviction import assert_evicted
-from device_conformance.kube import dra, pods
-from device_conformance.kube.container_env import ENV_END, parse_env, print_env_script
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import watch
+from device_conformance.framework import (
+    FIRST_PODRESOURCES_DRA_MINOR,
+    SINCE_DEVICE_TAINTS,
+    assert_evicted,
+    dra,
+    pods,
+    timeouts,
+    wait,
+    watch,
+)
 
 pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
-
-CDI_DIR = "/var/run/cdi"
-# From /proc, not `env`: the shell drops names that are not shell names, e.g. DRA_CPUSET_<claim-uid>.
-PRINT_ENV = ["sh", "-c", f"{print_env_script()}; exec sleep 86400"]
 
 
 def _claim_devices(pod, driver):
@@ -67,40 +72,7 @@ def _claim_devices(pod, driver):
     return devices
 
 
-def _listed(pod):
-    """The claims podresources lists for container main: claim name -> [(driver, pool, device, cdi ids)]."""
-    entry = pod.wait_podresources()
-    return {
-        d.claim_name: sorted(
-            (r.driver_name, r.pool_name, r.device_name, tuple(r.cdi_devices)) for r in d.claim_resources
-        )
-        for d in entry.container("main").dynamic_resources
-    }
-
-
-def _cdi_env(specs, qualified):
-    """The env edits of CDI device `qualified` (vendor.com/class=name) in the node's CDI specs (`specs`: a copy
-    of them, fixtures/vendor.py cdi_specs): spec-level and device-level, as the runtime applies them."""
-    env = []
-    files = cdi.resolve(specs, qualified)
-    names = [f.name for f in files]
-    assert len(files) == 1, f"CDI device {qualified} is defined in {len(files)} spec file(s) of {CDI_DIR}: {names}"
-    text = files[0].read_text()
-    spec = json.loads(text) if files[0].suffix == ".json" else yaml.safe_load(text)
-    env += (spec.get("containerEdits") or {}).get("env") or []
-    name = qualified.split("=", 1)[1]
-    for device in spec.get("devices") or []:
-        if device.get("name") == name:
-            env += (device.get("containerEdits") or {}).get("env") or []
-    return env
-
-
-def _seen_env(pod):
-    pod.log_line(ENV_END)
-    return set(parse_env(pod.logs()))
-
-
-def running_claim_pod(dra_objects, driver, prefix="blackbox"):
+def running_env_pod(dra_objects, driver, prefix="blackbox"):
     """A pod with a claim from a template for one device of `driver`, Running, printing its environment."""
     pod = dra_objects.claim_pod(prefix, driver, PRINT_ENV)
     running = pod.wait_running()
@@ -121,30 +93,29 @@ def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
     devices are no longer defined."""
     driver = subject_driver.driver_name
     before = kubelet_counts.dra_counts(driver)
-    pod, _ = running_claim_pod(dra_objects, driver)
+    pod, _ = running_env_pod(dra_objects, driver)
     allocated = _claim_devices(pod, driver)
     claim = pod.claim_name()
     assert counts_since(kubelet_counts, driver, before) == (1, 0), "one NodePrepareResources for a running claim pod"
 
-    listed = _listed(pod)
+    listed = listed_claims(pod)
     assert list(listed) == [claim], f"podresources lists claims {list(listed)} for {pod} main, expected [{claim}]"
     note = check_answered([entry[:3] for entry in listed[claim]], allocated, f"podresources for claim {claim}")
     request.node.user_properties.append(("devices_answered", note or "as allocated"))
     cdi_ids = [cdi_id for entry in listed[claim] for cdi_id in entry[3]]
     request.node.user_properties.append(("cdi_devices", cdi_ids))
-    seen = _seen_env(pod)
+    seen = seen_env(pod)
     specs = cdi_specs(node, tmp_path / "cdi")
     for cdi_id in cdi_ids:
-        missing = [line for line in _cdi_env(specs, cdi_id) if line not in seen]
+        missing = [line for line in cdi_edits(specs, cdi_id)["env"] if line not in seen]
         assert not missing, f"the container lacks {missing} of CDI device {cdi_id}; it sees {sorted(seen)}"
 
     pod.delete()
     pod.wait_gone()
     wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
     pod.wait_claim_gone(claim)
-    specs = cdi_specs(node, tmp_path / "cdi")
     # Claim-specific IDs only: one defined before the claim was prepared is the driver's own and may stay.
-    left = [cdi_id for cdi_id in cdi_ids if cdi_id not in startup_cdi_ids and cdi.resolve(specs, cdi_id)]
+    left = defined_cdi_ids(node, tmp_path / "cdi", cdi_ids, startup_cdi_ids)
     assert not left, f"CDI devices {left} are still defined in {CDI_DIR} after NodeUnprepareResources"
 
 
@@ -157,9 +128,9 @@ def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(
     the new kubelet makes no NodePrepareResources for it (upstream's window, DRA_NO_PREPARE_WINDOW); deleting the
     pod afterwards makes exactly one NodeUnprepareResources (the driver registered with the new kubelet)."""
     driver = subject_driver.driver_name
-    pod, running = running_claim_pod(dra_objects, driver)
+    pod, running = running_env_pod(dra_objects, driver)
     claim = pod.claim_name()
-    listed = _listed(pod)
+    listed = listed_claims(pod)
 
     node.kubelet.restart()
     wait.for_node_ready(kube, node.name)
@@ -179,7 +150,9 @@ def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(
         assert current.metadata.uid == running.metadata.uid and main.state.running and not main.restart_count, (
             f"after the kubelet restart {pod} is not the Running, never restarted pod it was: {pods.summary(current)}"
         )
-        assert _listed(pod) == listed, f"after the restart podresources lists {_listed(pod)}, before {listed}"
+        assert listed_claims(pod) == listed, (
+            f"after the restart podresources lists {listed_claims(pod)}, before {listed}"
+        )
         no_prepare.holds()
     finally:
         no_prepare.cancel()
@@ -199,18 +172,20 @@ def test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones(
 
     driver = subject_driver.driver_name
     before = kubelet_counts.dra_counts(driver)
-    first, running = running_claim_pod(dra_objects, driver, "first")
-    listed = _listed(first)
+    first, running = running_env_pod(dra_objects, driver, "first")
+    listed = listed_claims(first)
 
     subject_driver.kill()
     subject_driver.respawn()
     wait_slices(kube, resource_api, node, driver)
-    second, _ = running_claim_pod(dra_objects, driver, "second")
+    second, _ = running_env_pod(dra_objects, driver, "second")
     _claim_devices(second, driver)
     assert counts_since(kubelet_counts, driver, before) == (2, 0), "one NodePrepareResources per claim pod"
     current = first.read()
     assert current.metadata.uid == running.metadata.uid and current.status.phase == "Running", pods.summary(current)
-    assert _listed(first) == listed, f"after the driver restart podresources lists {_listed(first)}, not {listed}"
+    assert listed_claims(first) == listed, (
+        f"after the driver restart podresources lists {listed_claims(first)}, not {listed}"
+    )
 
     for pod in (first, second):
         pod.delete()
@@ -220,7 +195,7 @@ def test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones(
 
 
 @pytest.mark.taints
-@pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)")
+@SINCE_DEVICE_TAINTS
 @pytest.mark.scenario("DT-U1")
 def test_noexecute_device_taint_rule_evicts_the_pod_and_unprepares(kubelet_counts, dra_objects, subject_driver):
     """A NoExecute DeviceTaintRule on the pod's device evicts it (DisruptionTarget with the controller's reason

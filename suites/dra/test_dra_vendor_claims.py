@@ -36,9 +36,7 @@ from device_conformance.fixtures.dra_blackbox import (
 )
 from device_conformance.fixtures.dra_pods import claims_pod
 
-from device_conformance.core import timeouts
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import ClaimPodHandle, Pending, timeouts, until
 
 pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
 

@@ -23,7 +23,7 @@ import pytest
 from device_conformance.fixtures.dra_blackbox import cdi_ids, checkpointed, defined_cdi_ids, listed_claims, wait_counts
 from device_conformance.fixtures.vendor import wait_slices
 
-from device_conformance.core import timeouts
+from device_conformance.framework import timeouts
 
 pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
 

@@ -35,8 +35,7 @@ from device_conformance.fixtures.dra_blackbox import (
     wait_new_container,
 )
 
-from device_conformance.core import timeouts
-from device_conformance.wait import kube as wait
+from device_conformance.framework import timeouts, wait
 
 pytestmark = [pytest.mark.dra, pytest.mark.disruptive, pytest.mark.vendor_blackbox("dra-driver")]
 

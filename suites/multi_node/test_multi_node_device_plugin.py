@@ -4,9 +4,7 @@ nodes never report the resource (the exact key absent from capacity and allocata
 import pytest
 from device_conformance.fixtures.device_plugins import unique_resource
 
-from device_conformance.core import timeouts
-from device_conformance.framework.handles import NodeResource
-from device_conformance.wait.core import watch
+from device_conformance.framework import NodeResource, timeouts, watch
 
 pytestmark = [pytest.mark.deviceplugin, pytest.mark.nodes(2)]
 

@@ -9,20 +9,10 @@ import pytest
 from device_conformance.fixtures.dra_drivers import unique_driver
 from device_conformance.fixtures.nodes import on_node
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DRA_MINOR
-from device_conformance.fakes.common.calls import claim_record
-from device_conformance.fakes.dra_driver import DeviceSpec
-from device_conformance.kube import dra
-from device_conformance.wait.core import stays
+from device_conformance.framework import PREPARE, SINCE_DRA, UNPREPARE, DeviceSpec, claim_record, dra, stays, timeouts
 
-pytestmark = [
-    pytest.mark.dra,
-    pytest.mark.nodes(2),
-    pytest.mark.since(f"1.{FIRST_DRA_MINOR}", "resource.k8s.io/v1beta1, the oldest API the DRA objects fit"),
-]
+pytestmark = [pytest.mark.dra, pytest.mark.nodes(2), SINCE_DRA]
 
-PREPARE, UNPREPARE = "NodePrepareResources", "NodeUnprepareResources"
 DEVICE = "dev-0"
 
 

@@ -10,18 +10,18 @@ one that names the pool taints one node's device only.
 import pytest
 from device_conformance.fixtures.dra_drivers import KEEP_FINALIZER, unique_driver
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.framework.taint_eviction import assert_evicted
-from device_conformance.kube import dra, pods
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    SINCE_DEVICE_TAINTS,
+    ClaimPodHandle,
+    Pending,
+    assert_evicted,
+    dra,
+    pods,
+    timeouts,
+    until,
+)
 
-pytestmark = [
-    pytest.mark.taints,
-    pytest.mark.nodes(2),
-    pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)"),
-]
+pytestmark = [pytest.mark.taints, pytest.mark.nodes(2), SINCE_DEVICE_TAINTS]
 
 KEY = "example.com/broken"
 DEVICE = "dev-0"

@@ -2,9 +2,7 @@
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.kube import nodes
-from device_conformance.wait import kube as wait
+from device_conformance.framework import nodes, timeouts, wait
 
 pytestmark = pytest.mark.smoke
 

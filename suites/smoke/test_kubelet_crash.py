@@ -6,7 +6,7 @@ import signal
 
 import pytest
 
-from device_conformance.node.kubelet import KubeletExited
+from device_conformance.framework import KubeletExited
 
 pytestmark = [pytest.mark.smoke, pytest.mark.disruptive]
 

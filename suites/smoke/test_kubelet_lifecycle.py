@@ -2,10 +2,7 @@
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.kube import pods
-from device_conformance.wait import kube as wait
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import Pending, pods, timeouts, until, wait
 
 pytestmark = [pytest.mark.smoke, pytest.mark.disruptive]
 

@@ -10,7 +10,7 @@ import uuid
 import pytest
 from device_conformance.fixtures.reports import attach_on_failure
 
-from device_conformance.fakes.device_plugin import AllocateConfig
+from device_conformance.framework import SINCE_CDI_DEVICES_IN_ALLOCATE, AllocateConfig
 
 pytestmark = pytest.mark.smoke
 
@@ -41,7 +41,7 @@ def cdi_device(node, request):
     node.delete_file(path)
 
 
-@pytest.mark.since("1.29", "CDI devices in Allocate responses (DevicePluginCDIDevices, beta and on by default)")
+@SINCE_CDI_DEVICES_IN_ALLOCATE
 @pytest.mark.scenario("DP2")
 def test_cdi_device_edits_reach_the_container(pod_factory, register_plugin, cdi_device):
     """A device plugin answers Allocate with only a CDI device name; the env comes from the spec file."""

@@ -8,47 +8,37 @@ of the module go on; the tests at the end of the module collect their verdicts.
 """
 
 from dataclasses import dataclass
-from datetime import datetime
 
 import pytest
 from device_conformance.fixtures.dra_drivers import DraObjects
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import (
+from device_conformance.framework import (
     EVICTION_EVENT_FOR_FIRST_POD_ONLY,
-    FIRST_DEVICE_TAINTS_MINOR,
-    FIRST_NONE_TAINT_EFFECT_MINOR,
     NOEXECUTE_TOLERATION_IGNORED,
+    SINCE_DEVICE_TAINTS,
+    SINCE_RULE_STATUS,
+    ClaimPodHandle,
+    DeviceSpec,
+    Watch,
+    assert_evicted,
+    assert_eviction_event,
+    dra,
+    evicted,
+    eviction_in_progress,
     has_device_taints,
     has_none_taint_effect,
+    not_evicted,
+    parse_time,
+    running_claim_pod,
+    timeouts,
+    toleration,
+    wait_dra,
 )
-from device_conformance.fakes.dra_driver import DeviceSpec
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.framework.taint_eviction import assert_evicted, assert_eviction_event
-from device_conformance.kube import dra, pods
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import Watch, watch
 
-pytestmark = [
-    pytest.mark.taints,
-    pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)"),
-]
+pytestmark = [pytest.mark.taints, SINCE_DEVICE_TAINTS]
 
 KEY = "example.com/broken"
 TOLERATION_SECONDS = 8
-SINCE_RULE_STATUS = pytest.mark.since(
-    f"1.{FIRST_NONE_TAINT_EFFECT_MINOR}", "effect None and DeviceTaintRule status (kubernetes#134152)"
-)
-
-
-def running_pod(dra_objects, driver, **request):
-    """A kept pod with a claim from a template, Running -> (its handle, the allocated device name)."""
-    pod = dra_objects.claim_pod("taint", driver, request=request, keep=True)
-    pod.wait_running()
-    devices = pod.allocated_devices()
-    assert len(devices) == 1, f"{pod} runs with allocated devices {devices}, expected one"
-    (device,) = devices
-    return pod, device
 
 
 @pytest.fixture
@@ -60,39 +50,13 @@ def event_per_eviction(cluster_versions):
     return not EVICTION_EVENT_FOR_FIRST_POD_ONLY.affects(EVICTION_EVENT_FOR_FIRST_POD_ONLY.judged_on(cluster_versions))
 
 
-def not_evicted(pod, what):
-    """A background window (wait.core.watch) in which `pod` must not be evicted."""
-    return watch(lambda: evicted(pod.read()), what=f"{pod} {what}", duration=timeouts.TAINT_NO_EVICTION_WINDOW)
-
-
-def evicted(current):
-    """A stays() probe on the pod: None while it is not being deleted, else its state."""
-    if current.metadata.deletion_timestamp is not None:
-        conditions = [(c.type, c.reason) for c in current.status.conditions or []]
-        return f"pod deleted: {pods.summary(current)} conditions={conditions}"
-    return None
-
-
-def toleration(effect, seconds=None):
-    entry = {"key": KEY, "operator": "Exists", "effect": effect}
-    if seconds is not None:
-        entry["tolerationSeconds"] = seconds
-    return entry
-
-
-def eviction_in_progress(rule):
-    """The EvictionInProgress condition of a DeviceTaintRule ({} while it has none)."""
-    conds = {c["type"]: c for c in (rule.get("status") or {}).get("conditions") or []}
-    return conds.get("EvictionInProgress", {})
-
-
 @pytest.mark.scenario("DRA-E19", "DRA-E20", "DT-U1")
 def test_noschedule_taint_keeps_new_pods_unschedulable_until_tolerated(dra_driver, dra_objects):
     driver = dra_driver(devices=(DeviceSpec("dev-0", taints=[dra.device_taint(KEY, "NoSchedule")]),))
     blocked = dra_objects.claim_pod("plain", driver)
     blocked.wait_unschedulable()
 
-    tolerating = dra_objects.claim_pod("tolerates", driver, request={"tolerations": [toleration("NoSchedule")]})
+    tolerating = dra_objects.claim_pod("tolerates", driver, request={"tolerations": [toleration(KEY, "NoSchedule")]})
     tolerating.wait_running()
     assert blocked.read().spec.node_name is None
 
@@ -103,8 +67,8 @@ def test_noexecute_taint_in_resourceslice_evicts_the_pod(dra_driver, dra_objects
     """Two pods on two devices, their devices tainted one after the other: each pod is evicted and gets its own
     event. A 1.33-1.34 controller records the event of the first pod it evicts only: of two, one at most."""
     driver = dra_driver(devices=("dev-0", "dev-1"))
-    first, first_device = running_pod(dra_objects, driver)
-    second, second_device = running_pod(dra_objects, driver)
+    first, first_device = running_claim_pod(dra_objects, "taint", driver)
+    second, second_device = running_claim_pod(dra_objects, "taint", driver)
     driver.set_taints(first_device, [dra.device_taint(KEY, "NoExecute")])
     assert_evicted(first, event=False)
     assert second.read().metadata.deletion_timestamp is None, f"{second} is deleted for the taint on {first_device}"
@@ -119,10 +83,12 @@ def test_noexecute_taint_in_resourceslice_evicts_the_pod(dra_driver, dra_objects
 @pytest.mark.scenario("DT-U3")
 def test_toleration_seconds_delay_the_eviction(dra_driver, dra_objects, shows_known_bug, event_per_eviction):
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration("NoExecute", TOLERATION_SECONDS)])
+    pod, device = running_claim_pod(
+        dra_objects, "taint", driver, tolerations=[toleration(KEY, "NoExecute", TOLERATION_SECONDS)]
+    )
     name = dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name, device=device)
     rule = dra_objects.get_rule(name)
-    time_added = _parse(rule["spec"]["taint"]["timeAdded"])
+    time_added = parse_time(rule["spec"]["taint"]["timeAdded"])
     with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once
         pod.stays(evicted, what="to stay while the toleration lasts", duration=TOLERATION_SECONDS - 3)
     if evicted(pod.read()):  # only where the block above recorded the bug: the rest needs the pod it evicted
@@ -137,7 +103,9 @@ def test_toleration_seconds_delay_the_eviction(dra_driver, dra_objects, shows_kn
 @pytest.mark.scenario("DT-U4")
 def test_removing_the_taint_first_cancels_the_eviction(dra_driver, dra_objects, shows_known_bug):
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_pod(dra_objects, driver, tolerations=[toleration("NoExecute", TOLERATION_SECONDS)])
+    pod, device = running_claim_pod(
+        dra_objects, "taint", driver, tolerations=[toleration(KEY, "NoExecute", TOLERATION_SECONDS)]
+    )
     driver.set_taints(device, [dra.device_taint(KEY, "NoExecute")])
     with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once, nothing to cancel
         pod.stays(evicted, what="to stay while the toleration lasts", duration=2)
@@ -172,20 +140,20 @@ def quiet(request, cluster):
     objects = shared.objects
 
     driver = shared.driver(devices=("dev-0",))
-    pod, device = running_pod(objects, driver)
+    pod, device = running_claim_pod(objects, "taint", driver)
     driver.set_taints(device, [dra.device_taint(KEY, "NoSchedule")])
     noschedule = not_evicted(pod, "not to be evicted for a NoSchedule taint on its device")
 
     driver = shared.driver(devices=("dev-0", "dev-1"))
-    tainted, device = running_pod(objects, driver)
-    bystander, _ = running_pod(objects, driver)
+    tainted, device = running_claim_pod(objects, "taint", driver)
+    bystander, _ = running_claim_pod(objects, "taint", driver)
     rule = objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name, device=device)
     watches = [noschedule, not_evicted(bystander, "not to be evicted by a rule that selects another device")]
 
     effect_none = none_rule = None
     if has_none_taint_effect(cluster.k8s_version):
         driver = shared.driver(devices=("dev-0", "dev-1"))
-        pod, _ = running_pod(objects, driver)
+        pod, _ = running_claim_pod(objects, "taint", driver)
         none_rule = objects.taint_rule(dra.device_taint(KEY, "None"), driver=driver.config.driver_name)
         effect_none = not_evicted(pod, "not to be evicted for effect None")
         watches.append(effect_none)
@@ -242,7 +210,3 @@ def test_effect_none_only_reports_in_the_rule_status(quiet):
         "2 published devices selected. 1 allocated device selected. 1 pod would be evicted in 1 namespace "
     ), cond["message"]
     quiet.effect_none.holds()
-
-
-def _parse(timestamp):
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))

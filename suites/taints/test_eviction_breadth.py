@@ -13,42 +13,36 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from device_conformance.fixtures.dra_drivers import KEEP_FINALIZER
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import (
-    FIRST_DEVICE_TAINTS_MINOR,
-    FIRST_NONE_TAINT_EFFECT_MINOR,
+from device_conformance.framework import (
     NOEXECUTE_TOLERATION_IGNORED,
+    SINCE_DEVICE_TAINTS,
+    SINCE_RULE_STATUS,
+    Abort,
+    ClaimPodHandle,
+    DeviceSpec,
+    Pending,
+    assert_evicted,
+    audit,
+    dra,
+    evicted,
+    eviction_in_progress,
     has_device_taints,
+    metrics,
+    pods,
+    running_claim_pod,
+    set_rule_effect,
+    stays,
+    taint,
+    timeouts,
+    toleration,
+    until,
+    until_holds,
+    watch,
 )
-from device_conformance.fakes.dra_driver import DeviceSpec
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.framework.taint_eviction import assert_evicted, evicted, running_claim_pod
-from device_conformance.kube import audit, dra, metrics, pods
-from device_conformance.wait.core import Abort, Pending, stays, until, until_holds, watch
 
-pytestmark = [
-    pytest.mark.taints,
-    pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)"),
-]
+pytestmark = [pytest.mark.taints, SINCE_DEVICE_TAINTS]
 
 KEY, OTHER_KEY = "example.com/broken", "example.com/overheated"
-SINCE_RULE_STATUS = pytest.mark.since(
-    f"1.{FIRST_NONE_TAINT_EFFECT_MINOR}", "effect None and DeviceTaintRule status (kubernetes#134152)"
-)
-
-
-def toleration(key, effect="NoExecute", seconds=None):
-    entry = {"key": key, "operator": "Exists", "effect": effect}
-    if seconds is not None:
-        entry["tolerationSeconds"] = seconds
-    return entry
-
-
-def taint(key, effect="NoExecute", time_added=None):
-    entry = dra.device_taint(key, effect)
-    if time_added is not None:
-        entry["timeAdded"] = time_added.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return entry
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -166,8 +160,7 @@ def conditions_seen(objects, rule, until_reason, timeout):
     seen = []
 
     def probe():
-        conds = {c["type"]: c for c in (objects.get_rule(rule).get("status") or {}).get("conditions") or []}
-        cond = conds.get("EvictionInProgress")
+        cond = eviction_in_progress(objects.get_rule(rule))
         if cond:
             entry = (cond["reason"], cond["status"], cond.get("message", ""))
             if not seen or seen[-1] != entry:
@@ -201,10 +194,7 @@ def test_rule_flipped_from_none_to_noexecute_evicts(kube, dra_driver, dra_object
     pod, device = running_claim_pod(dra_objects, "evict", driver)
     rule = dra_objects.taint_rule(taint(KEY, "None"), driver=driver.config.driver_name, device=device)
     pod.stays(evicted, what="to stay under an effect-None rule", duration=3)
-    version = dra_objects.rule_api.split("/")[1]
-    kube.custom.patch_cluster_custom_object(
-        "resource.k8s.io", version, "devicetaintrules", rule, {"spec": {"taint": {"effect": "NoExecute"}}}
-    )
+    set_rule_effect(kube, dra_objects, rule, "NoExecute")
     assert_evicted(pod)
 
 

@@ -3,15 +3,15 @@ DeviceTaintRuleSpec, "Without a selector, no devices are matched"), for the sche
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE
-from device_conformance.fakes.dra_driver import DeviceSpec
-from device_conformance.kube import dra
+from device_conformance.framework import (
+    NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE,
+    SINCE_DEVICE_TAINTS,
+    DeviceSpec,
+    dra,
+    timeouts,
+)
 
-pytestmark = [
-    pytest.mark.taints,
-    pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)"),
-]
+pytestmark = [pytest.mark.taints, SINCE_DEVICE_TAINTS]
 
 KEY = "example.com/broken"
 

@@ -12,17 +12,20 @@ import uuid
 import pytest
 from kubernetes import client
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR, SHARED_CLAIM_STALE_CONSUMER_EVICTION
-from device_conformance.framework.taint_eviction import assert_evicted
-from device_conformance.kube import admission, dra, pods
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import Pending, until
+from device_conformance.framework import (
+    SHARED_CLAIM_STALE_CONSUMER_EVICTION,
+    SINCE_DEVICE_TAINTS,
+    Pending,
+    admission,
+    assert_evicted,
+    dra,
+    pods,
+    timeouts,
+    until,
+    wait_dra,
+)
 
-pytestmark = [
-    pytest.mark.taints,
-    pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)"),
-]
+pytestmark = [pytest.mark.taints, SINCE_DEVICE_TAINTS]
 
 KEY = "example.com/broken"
 CLAIM_CONTROLLER = "system:serviceaccount:kube-system:resource-claim-controller"

@@ -36,18 +36,27 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from device_conformance.core import timeouts
-from device_conformance.expectations.dra import FIRST_DEVICE_TAINTS_MINOR
-from device_conformance.framework.handles import ClaimPodHandle
-from device_conformance.framework.taint_eviction import assert_evicted, evicted, running_claim_pod
-from device_conformance.kube import dra, pods
-from device_conformance.wait import dra as wait_dra
-from device_conformance.wait.core import Abort, Pending, until
+from device_conformance.framework import (
+    SINCE_DEVICE_TAINTS,
+    Abort,
+    ClaimPodHandle,
+    Pending,
+    assert_evicted,
+    dra,
+    evicted,
+    eviction_in_progress,
+    parse_time,
+    pods,
+    running_claim_pod,
+    set_rule_effect,
+    taint,
+    timeouts,
+    toleration,
+    until,
+    wait_dra,
+)
 
-pytestmark = [
-    pytest.mark.taints,
-    pytest.mark.since(f"1.{FIRST_DEVICE_TAINTS_MINOR}", "device taints, DRADeviceTaints (kubernetes#130447)"),
-]
+pytestmark = [pytest.mark.taints, SINCE_DEVICE_TAINTS]
 
 KEY = "example.com/broken"
 # tolerationSeconds honoured (kubernetes#134434: before 1.35.0 the allocator dropped a claim's tolerations, so a
@@ -63,39 +72,6 @@ EARLY_S, LATE_S = 1, 4
 # maybeUpdateRuleStatus rewrites a rule's status at most every ruleStatusPeriod (10 s); handlePod and
 # maybeDeletePod queue a status update that far ahead (workqueue.AddAfter(..., ruleStatusPeriod)).
 RULE_STATUS_PERIOD = timeouts.DEVICE_TAINT_RULE_STATUS_PERIOD
-
-
-def toleration(seconds=None):
-    entry = {"key": KEY, "operator": "Exists", "effect": "NoExecute"}
-    if seconds is not None:
-        entry["tolerationSeconds"] = seconds
-    return entry
-
-
-def taint(effect="NoExecute", time_added=None):
-    entry = dra.device_taint(KEY, effect)
-    if time_added is not None:
-        entry["timeAdded"] = time_added.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return entry
-
-
-def parse_time(timestamp):
-    return datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
-
-
-def eviction_in_progress(rule):
-    """The rule's EvictionInProgress condition ({} while it has none)."""
-    conds = {c["type"]: c for c in (rule.get("status") or {}).get("conditions") or []}
-    return conds.get("EvictionInProgress", {})
-
-
-def set_effect(kube, objects, rule, effect):
-    """A merge patch of the rule's effect only: timeAdded stays as the client read it (strategy.go then bumps it)."""
-    version = objects.rule_api.split("/")[1]
-    kube.custom.patch_cluster_custom_object(
-        "resource.k8s.io", version, "devicetaintrules", rule, {"spec": {"taint": {"effect": effect}}}
-    )
-    return objects.get_rule(rule)
 
 
 def assert_evicted_at(pod, due, what, timeout):
@@ -121,8 +97,10 @@ def test_pod_scheduled_onto_a_tainted_device_counts_toleration_from_time_added(d
     scheduled. claimEvictionTime: taint.deviceTaint().TimeAdded + tolerationSeconds."""
     driver = dra_driver(devices=("dev-0",))
     time_added = datetime.now(UTC).replace(microsecond=0) - timedelta(seconds=TAINTED_AGO_S)
-    driver.set_taints("dev-0", [taint(time_added=time_added)])  # published before the pod is created
-    pod = dra_objects.claim_pod("timing", driver, request={"tolerations": [toleration(TOLERATION_S)]}, keep=True)
+    driver.set_taints("dev-0", [taint(KEY, time_added=time_added)])  # published before the pod is created
+    pod = dra_objects.claim_pod(
+        "timing", driver, request={"tolerations": [toleration(KEY, seconds=TOLERATION_S)]}, keep=True
+    )
     due = time_added + timedelta(seconds=TOLERATION_S)
     cond = assert_evicted_at(pod, due, "timeAdded + tolerationSeconds", timeout=TOLERATION_S + timeouts.CLAIM_POD_START)
     scheduled = next(c for c in pod.read().status.conditions if c.type == "PodScheduled")
@@ -147,8 +125,10 @@ def test_rule_changed_away_from_noexecute_cancels_the_eviction(kube, dra_driver,
     now)) and the controller has no periodic pod resync of its own, so the window lasts past the old deadline by
     ruleStatusPeriod, which also covers the status update queued for the rule."""
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_claim_pod(dra_objects, "timing", driver, tolerations=[toleration(CANCELLED_TOLERATION_S)])
-    rule = dra_objects.taint_rule(taint(), driver=driver.config.driver_name, device=device)
+    pod, device = running_claim_pod(
+        dra_objects, "timing", driver, tolerations=[toleration(KEY, seconds=CANCELLED_TOLERATION_S)]
+    )
+    rule = dra_objects.taint_rule(taint(KEY), driver=driver.config.driver_name, device=device)
     time_added = parse_time(dra_objects.get_rule(rule)["spec"]["taint"]["timeAdded"])
     # The controller has handled the rule (and re-evaluated the pod's claim) once its status counts the pod.
     obj = wait_dra.for_rule(
@@ -163,7 +143,7 @@ def test_rule_changed_away_from_noexecute_cancels_the_eviction(kube, dra_driver,
     assert datetime.now(UTC) < deadline - timedelta(seconds=3), (
         f"the rule's status came too late to change it before the deadline {deadline:%H:%M:%S}: {obj.get('status')}"
     )
-    set_effect(kube, dra_objects, rule, effect)
+    set_rule_effect(kube, dra_objects, rule, effect)
     event = pod.wait_event("Cancelling deletion", timeout=timeouts.TAINT_EVICTION)
     assert "DeviceTaintManagerEviction" in event, f"cancel event: {event}"
     window = (deadline - datetime.now(UTC)).total_seconds() + RULE_STATUS_PERIOD
@@ -192,12 +172,15 @@ def test_rule_switched_to_noexecute_counts_toleration_from_the_switch(kube, dra_
     effect changes (strategy.go PrepareForUpdate). The controller counts from that timeAdded (trackedTaint
     .deviceTaint copies rule.Spec.Taint.TimeAdded): evicted 10 s after the switch, not at once."""
     driver = dra_driver(devices=("dev-0",))
-    pod, device = running_claim_pod(dra_objects, "timing", driver, tolerations=[toleration(SWITCHED_TOLERATION_S)])
-    rule = dra_objects.taint_rule(taint("None"), driver=driver.config.driver_name, device=device)
+    pod, device = running_claim_pod(
+        dra_objects, "timing", driver, tolerations=[toleration(KEY, seconds=SWITCHED_TOLERATION_S)]
+    )
+    rule = dra_objects.taint_rule(taint(KEY, "None"), driver=driver.config.driver_name, device=device)
     created = dra_objects.get_rule(rule)
     created_added = parse_time(created["spec"]["taint"]["timeAdded"])
     pod.stays(evicted, what="to stay under an effect-None rule", duration=NONE_FOR_S)
-    switched = set_effect(kube, dra_objects, rule, "NoExecute")
+    set_rule_effect(kube, dra_objects, rule, "NoExecute")
+    switched = dra_objects.get_rule(rule)
     time_added = parse_time(switched["spec"]["taint"]["timeAdded"])
     assert time_added >= created_added + timedelta(seconds=NONE_FOR_S - EARLY_S), (
         f"timeAdded after the switch {switched['spec']['taint']}, at creation {created['spec']['taint']}: "
@@ -229,7 +212,7 @@ def test_terminating_evicted_pod_is_not_pending_and_the_rule_completes(kube, nam
     pod = ClaimPodHandle.of(kube, created, dra_objects.nodes, resource_api=dra_objects.api)
     try:
         pod.wait_running()
-        rule = dra_objects.taint_rule(taint(), driver=driver.config.driver_name, device=pod.allocated_devices()[0])
+        rule = dra_objects.taint_rule(taint(KEY), driver=driver.config.driver_name, device=pod.allocated_devices()[0])
         assert_evicted(pod)
         seen = []
 
