@@ -1,6 +1,6 @@
 """Vendor mode: a DRA driver as a DaemonSet (--vendor-dra-driver with --vendor-daemonset, issue 12 part 2).
-Option parsing, upstream's test driver's manifest (its objects, mounts and permissions), applying and deleting a
-manifest against a fake API, the CDI specs read through the node, and the handle's driver name (no cluster)."""
+Option parsing, upstream's test driver's manifest (its objects, mounts and permissions), the CDI specs read through
+the node, and the handle's driver name (no cluster). Applying and deleting a manifest: tests/kube/test_manifests.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from device_conformance.fixtures.vendor import MANIFESTS, cdi_specs
 from kubernetes.client.exceptions import ApiException
 
 from device_conformance.core.errors import BadInput
-from device_conformance.kube.manifests import MANIFEST_KINDS, apply_manifest, delete_manifest, manifest_objects
+from device_conformance.kube.manifests import manifest_objects
 from device_conformance.node.base import NodeControl
 from device_conformance.settings import resolve
 from device_conformance.vendor import handles as vendor_handles
@@ -85,81 +85,6 @@ def test_every_upstream_daemonset_has_a_manifest_of_known_kinds():
         assert (daemonset["metadata"]["namespace"], daemonset["metadata"]["name"]) == (namespace, name)
     with pytest.raises(ValueError, match=r"kinds \['Deployment'\]"):
         manifest_objects("kind: Deployment\nmetadata: {name: x}\n", "img")
-
-
-class FakeApi:
-    """One client class of kubernetes.client: create / replace / delete calls recorded in a shared log;
-    `existing` names objects a create finds already there (409), `gone` ones a delete no longer finds (404)."""
-
-    def __init__(self, log, existing=(), gone=()):
-        self.log, self.existing, self.gone = log, set(existing), set(gone)
-
-    def __getattr__(self, method):
-        def call(*args, **kwargs):
-            name = args[-1]["metadata"]["name"] if method.startswith("create") else args[0]
-            self.log.append((method, *[a for a in args if isinstance(a, str)], *sorted(kwargs.values())))
-            if method.startswith("create") and name in self.existing:
-                raise ApiException(status=409, reason="AlreadyExists")
-            if method.startswith("delete") and name in self.gone:
-                raise ApiException(status=404, reason="NotFound")
-
-        return call
-
-
-def _fake_client(monkeypatch, **kwargs):
-    from kubernetes import client
-
-    log: list[tuple] = []
-    for api_name, _, _ in MANIFEST_KINDS.values():
-        monkeypatch.setattr(client, api_name, lambda api_client, log=log: FakeApi(log, **kwargs))
-    return log
-
-
-def test_a_manifest_is_applied_in_order_replacing_a_leftover_and_deleted_in_reverse(monkeypatch):
-    objects = manifest_objects((MANIFESTS / "dra-test-driver.yaml").read_text(), "img")
-    log = _fake_client(monkeypatch, existing={"dc-dra-test-driver"})
-    # every object left by a killed run: each create answers 409 and is replaced
-    assert apply_manifest(None, objects) == [
-        "ServiceAccount kube-system/dc-dra-test-driver",
-        "ClusterRole dc-dra-test-driver",
-        "ClusterRoleBinding dc-dra-test-driver",
-        "DaemonSet kube-system/dc-dra-test-driver",
-    ]
-    assert [entry[0] for entry in log] == [
-        "create_namespaced_service_account",
-        "replace_namespaced_service_account",
-        "create_cluster_role",
-        "replace_cluster_role",
-        "create_cluster_role_binding",
-        "replace_cluster_role_binding",
-        "create_namespaced_daemon_set",
-        "replace_namespaced_daemon_set",
-    ]
-    log = _fake_client(monkeypatch, gone={"dc-dra-test-driver"})
-    delete_manifest(None, objects)  # all already gone: no error
-    assert log == [
-        ("delete_namespaced_daemon_set", "dc-dra-test-driver", "kube-system", "Foreground"),
-        ("delete_cluster_role_binding", "dc-dra-test-driver", "Foreground"),
-        ("delete_cluster_role", "dc-dra-test-driver", "Foreground"),
-        ("delete_namespaced_service_account", "dc-dra-test-driver", "kube-system", "Foreground"),
-    ]
-
-
-def test_an_api_error_other_than_conflict_or_not_found_is_raised(monkeypatch):
-    from kubernetes import client
-
-    def refusing(api_client):
-        return SimpleNamespace(
-            create_namespaced_service_account=lambda *a: (_ for _ in ()).throw(ApiException(status=403)),
-            delete_namespaced_service_account=lambda *a, **k: (_ for _ in ()).throw(ApiException(status=403)),
-        )
-
-    monkeypatch.setattr(client, "CoreV1Api", refusing)
-    account = manifest_objects((MANIFESTS / "dra-test-driver.yaml").read_text(), "img")[:1]
-    with pytest.raises(ApiException):
-        apply_manifest(None, account)
-    with pytest.raises(ApiException):
-        delete_manifest(None, account)
 
 
 class FilesTransport:

@@ -1,19 +1,21 @@
 """The objects of an upstream subject's manifest (`--vendor-daemonset upstream:<name>`, vendor/manifests/):
 read with the image filled in, applied in dependency order (a leftover of a killed run replaced), deleted in
-reverse (what is gone already is no error)."""
+reverse (what is gone already is no error).
+
+Create, replace and delete go through the client's generic machinery (kubernetes.dynamic.DynamicClient: the
+resource of each object's apiVersion and kind found by discovery, as `kubectl apply` finds it); what is ours is
+the `{image}` placeholder, the order and which answers are no error."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
-# The kinds a manifest in vendor/manifests/ may hold, in the order they are applied (deleted in reverse):
-# kind -> (API attribute of Kube's client, create / replace / delete method stem, namespaced).
-MANIFEST_KINDS: dict[str, tuple[str, str, bool]] = {
-    "ServiceAccount": ("CoreV1Api", "service_account", True),
-    "ClusterRole": ("RbacAuthorizationV1Api", "cluster_role", False),
-    "ClusterRoleBinding": ("RbacAuthorizationV1Api", "cluster_role_binding", False),
-    "DaemonSet": ("AppsV1Api", "daemon_set", True),
-}
+# The kinds a manifest in vendor/manifests/ may hold, in the order they are applied (deleted in reverse): the
+# ServiceAccount and the RBAC objects its pods run with before the DaemonSet that starts them.
+MANIFEST_KINDS = ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet")
 
 
 def manifest_objects(text: str, image: str) -> list[dict]:
@@ -25,49 +27,57 @@ def manifest_objects(text: str, image: str) -> list[dict]:
     unknown = [o.get("kind") for o in objects if o.get("kind") not in MANIFEST_KINDS]
     if unknown:
         raise ValueError(f"vendor manifest holds kinds {unknown}; known: {list(MANIFEST_KINDS)}")
-    order = list(MANIFEST_KINDS)
-    return sorted(objects, key=lambda o: order.index(o["kind"]))
-
-
-def _manifest_call(api_client: object, body: dict, verb: str) -> tuple[Callable, list[str]]:
-    from kubernetes import client
-
-    api_name, stem, namespaced = MANIFEST_KINDS[body["kind"]]
-    api = getattr(client, api_name)(api_client)
-    metadata = body["metadata"]
-    if namespaced:
-        return getattr(api, f"{verb}_namespaced_{stem}"), [metadata["namespace"]]
-    return getattr(api, f"{verb}_{stem}"), []
+    return sorted(objects, key=lambda o: MANIFEST_KINDS.index(o["kind"]))
 
 
 def apply_manifest(api_client: object, objects: list[dict]) -> list[str]:
     """Create each object (replace one left by a run killed before its teardown: ours, the name says so);
     returns "Kind namespace/name" of each, for the log."""
-    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic.exceptions import ConflictError
 
     done = []
-    for body in objects:
-        create, where = _manifest_call(api_client, body, "create")
-        try:
-            create(*where, body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-            replace, where = _manifest_call(api_client, body, "replace")
-            replace(body["metadata"]["name"], *where, body)
-        done.append(f"{body['kind']} {'/'.join([*where, body['metadata']['name']])}")
+    with _resources(api_client) as resources:
+        for body in objects:
+            resource = resources.get(api_version=body["apiVersion"], kind=body["kind"])
+            name = body["metadata"]["name"]
+            namespace = body["metadata"]["namespace"] if resource.namespaced else None
+            try:
+                resource.create(body=body, namespace=namespace)
+            except ConflictError:
+                resource.replace(body=body, name=name, namespace=namespace)
+            done.append(f"{body['kind']} {namespace}/{name}" if namespace else f"{body['kind']} {name}")
     return done
 
 
 def delete_manifest(api_client: object, objects: list[dict]) -> None:
     """Delete the objects in reverse order (the DaemonSet first, foreground: its pods with it); one already gone
     is no error."""
-    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic.exceptions import NotFoundError
 
-    for body in reversed(objects):
-        delete, where = _manifest_call(api_client, body, "delete")
+    with _resources(api_client) as resources:
+        for body in reversed(objects):
+            resource = resources.get(api_version=body["apiVersion"], kind=body["kind"])
+            namespace = body["metadata"]["namespace"] if resource.namespaced else None
+            try:
+                resource.delete(name=body["metadata"]["name"], namespace=namespace, propagation_policy="Foreground")
+            except NotFoundError:
+                pass
+
+
+@contextmanager
+def _resources(api_client: object) -> Iterator[Any]:
+    """The dynamic client's resources of the cluster, its discovery cache in a directory of its own removed
+    afterwards (by default it writes /tmp/osrcp-<hash of the server>.json and keeps it: one file per cluster).
+    An API error is raised as the typed client raises it (kubernetes.client ApiException, its message), not as
+    the dynamic client's subclass, whose message adds the traceback of the request."""
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.dynamic import DynamicClient
+    from kubernetes.dynamic.exceptions import DynamicApiError
+
+    with tempfile.TemporaryDirectory(prefix="dc-discovery-") as directory:
         try:
-            delete(body["metadata"]["name"], *where, propagation_policy="Foreground")
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+            yield DynamicClient(api_client, cache_file=f"{directory}/discovery.json").resources
+        except DynamicApiError as exc:
+            plain = ApiException(status=exc.status, reason=exc.reason)
+            plain.body, plain.headers = exc.body, exc.headers
+            raise plain from None
