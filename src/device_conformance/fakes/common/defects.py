@@ -38,7 +38,8 @@ class Defect:
     breaks: str  # what a subject with this defect does wrong
     rule: str  # the upstream rule it violates: file (function), PR or issue
     fault: Fault | None = None  # a fault from the start: preloaded into the fault table
-    bends: tuple[str, ...] = ()  # otherwise: where the fake's code bends its answers, "module.function"
+    # Otherwise: where the fake's code bends its answers, "module.function" or "module.Class.method" in its package.
+    bends: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.fault is None) == (not self.bends):

@@ -20,6 +20,7 @@ DEFAULT_SERVICES = ["v1.DRAPlugin", "v1beta1.DRAPlugin"]
 # The names of the defects a "defective vendor" driver can have (DriverConfig.defects): what each breaks, the
 # rule it violates and how it is applied are its entry in defect_registry.py.
 DEFECTS = DRA_DRIVER_DEFECTS.names
+
 # Behaviours real drivers have that the DRA API allows (DriverConfig.patterns); a certifier must pass them:
 #   fetch-claims-first: NodePrepareResources reads every claim of the call first and fails the whole call with a
 #       gRPC error when one is unknown, before preparing any (k8s.io/dynamic-resource-allocation kubeletplugin
