@@ -1,4 +1,4 @@
-"""Run the suites with `--provider existing` against a kind cluster standing in for a user's cluster (issue 12:
+"""Run the suites with `--provider existing` against a kind cluster standing in for a user's cluster (
 the node agent, "tested against a kind cluster used as existing").
 
 It brings up a kind cluster with the kind provider (a private dockerd where no engine answers), loads the node

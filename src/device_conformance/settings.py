@@ -530,7 +530,7 @@ class Settings:
     kind_image: Setting[str]
     kind_profile: Setting[str | None]
     containerd_version: Setting[str]
-    # The vendor's subject the black-box tests run against (issue 12, part 2); None: our fakes.
+    # The vendor's subject the black-box tests run against; None: our fakes.
     vendor: Setting[vendor_spec.VendorSpec | None] = Setting(None, Source("default"))
     # --provider existing: the nodes the suite may disturb through its node agent (None: none, node tests skip).
     allow_node_disruption: Setting[tuple[str, ...] | None] = Setting(None, Source("default"))

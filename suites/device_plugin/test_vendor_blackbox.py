@@ -1,4 +1,4 @@
-"""Black-box: the kubelet with a device plugin it cannot see into, our fake or a vendor's (issue 12, part 2).
+"""Black-box: the kubelet with a device plugin it cannot see into, our fake or a vendor's.
 
 These tests run against our fake by default and against the vendor's plugin with `--vendor-device-plugin
 RESOURCE --vendor-command ...` (fixtures/vendor.py `subject_plugin`). They use only what any plugin offers:

@@ -1,4 +1,4 @@
-"""Isolation for DRA (issue 15 §2.7): a pod that names no ResourceClaim sees nothing of a driver's devices.
+"""Isolation for DRA: a pod that names no ResourceClaim sees nothing of a driver's devices.
 
 A device reaches a container only through the CDI devices the kubelet hands the runtime for the claims that
 container names (pkg/kubelet/cm/dra/manager.go GetResources); the fake driver's CDI spec gives each device a

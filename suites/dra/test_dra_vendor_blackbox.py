@@ -1,4 +1,4 @@
-"""Black-box: the kubelet with a DRA driver it cannot see into, our fake or a vendor's (issue 12, part 2).
+"""Black-box: the kubelet with a DRA driver it cannot see into, our fake or a vendor's.
 
 These tests run against our fake by default and against the vendor's kubelet plugin with `--vendor-dra-driver
 DRIVER --vendor-command ...` (fixtures/vendor.py `subject_driver`: its ResourceSlice published, a DeviceClass

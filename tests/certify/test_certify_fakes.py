@@ -1,5 +1,5 @@
 """The certifier against our fakes: a fake keeping the contract passes every clause, and each defective-vendor
-mode fails exactly its clause and no other (issue 12, part 4, sanity half)."""
+mode fails exactly its clause and no other."""
 
 import pytest
 from certify_subjects import CLAIMS, run_device_plugin, run_dra_driver

@@ -1,4 +1,4 @@
-"""The report folder (issue 12, part 3): JUnit XML, report.md, a self-contained report.html checked in headless
+"""The report folder: JUnit XML, report.md, a self-contained report.html checked in headless
 Chromium (a screenshot whose verdict colours are counted), result.json."""
 
 import json

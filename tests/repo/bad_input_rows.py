@@ -1,4 +1,4 @@
-"""The bad-input table (issue 13, item 6): wrong inputs a user can give, each tried for real by
+"""The bad-input table: wrong inputs a user can give, each tried for real by
 test_bad_input_table.py, and docs/bad-input.md rendered from the same rows.
 
 A row is data: the command a user would type (the real `device-conformance` CLI, `pytest suites ...`,

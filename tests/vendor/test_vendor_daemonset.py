@@ -1,4 +1,4 @@
-"""Vendor mode on kind (issue 12, part 2): the subject as a DaemonSet (--vendor-daemonset). Option parsing and
+"""Vendor mode on kind: the subject as a DaemonSet (--vendor-daemonset). Option parsing and
 bad input, the node-affinity term that stops the subject on one node, the subject image's libraries, and the
 handle's verbs against a fake API (no cluster)."""
 

@@ -1,4 +1,4 @@
-"""Vendor mode's inputs (issue 12, part 2): option parsing, placeholder substitution, bad input with the fix,
+"""Vendor mode's inputs: option parsing, placeholder substitution, bad input with the fix,
 the kubelet metrics the black-box tests count with, and the report of a vendor run (no cluster)."""
 
 from __future__ import annotations

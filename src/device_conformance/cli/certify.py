@@ -1,5 +1,5 @@
 """`device-conformance certify device-plugin|dra-driver`: certify a vendor's device plugin or DRA driver
-without a cluster (the tool plays the kubelet) and write a report folder (issue 12, parts 1 and 3).
+without a cluster (the tool plays the kubelet) and write a report folder.
 
 Exit status: 0 when no clause FAILed, 1 when one did, 2 for bad input.
 

@@ -1,4 +1,4 @@
-"""Vendor mode of the suites (issue 12, part 2): `--vendor-device-plugin RESOURCE` / `--vendor-dra-driver DRIVER`
+"""Vendor mode of the suites: `--vendor-device-plugin RESOURCE` / `--vendor-dra-driver DRIVER`
 with `--vendor-command` run the black-box tests against the vendor's subject, and write a certification report.
 
 - Only tests marked `vendor_blackbox(KIND)` for the subject's kind run. Every other test drives or reads our

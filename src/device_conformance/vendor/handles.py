@@ -1,4 +1,4 @@
-"""What a test holds for a vendor's subject (issue 12, part 2): the black-box part of a fake's handle.
+"""What a test holds for a vendor's subject: the black-box part of a fake's handle.
 
 A fake's handle (fakes/common/handle.py) can inject faults, read a call log and be told what to serve; a
 vendor's binary can only be started, stopped, killed and restarted, with the node's paths filled into its

@@ -1,4 +1,4 @@
-"""A vendor's subject for the e2e suites (issue 12, part 2): `pytest suites --vendor-device-plugin RESOURCE
+"""A vendor's subject for the e2e suites: `pytest suites --vendor-device-plugin RESOURCE
 --vendor-command "..."` or `--vendor-dra-driver DRIVER --vendor-command "..."` runs the black-box tests against
 the vendor's device plugin or DRA driver instead of our fakes.
 

@@ -1,4 +1,4 @@
-"""The node agent of existing clusters (providers/agent/, issue 12 part 2): its manifests, the option's checks,
+"""The node agent of existing clusters (providers/agent/): its manifests, the option's checks,
 the routing of node calls through it, and its wire protocol against the real agent binary (built with go,
 run on this host without nsenter)."""
 

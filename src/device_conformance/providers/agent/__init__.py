@@ -1,4 +1,4 @@
-"""The suite's privileged node agent for existing clusters (issue 12, part 2): node faults through a pod.
+"""The suite's privileged node agent for existing clusters: node faults through a pod.
 
 `--provider existing --allow-node-disruption NODE[,NODE]` deploys one agent pod (agent.go: hostPID,
 hostNetwork, privileged, the node's root at /proc/1/root) on each node named, and on no other; the harness

@@ -1,4 +1,4 @@
-// dc-node-agent: device-conformance's privileged node agent (issue 12: node faults on an existing cluster).
+// dc-node-agent: device-conformance's privileged node agent for node faults on an existing cluster.
 //
 // The suite runs it as a pod (hostPID, hostNetwork, privileged, on the nodes named by
 // --allow-node-disruption only) and reaches it directly over TLS on the node's IP: not through the API

@@ -21,7 +21,7 @@ from device_conformance.host.dockercli import Docker
 from device_conformance.providers.kind.dockerd import PrivateDockerd
 
 Log = Callable[[str], None]
-# The other half of issue 11: `device-conformance kind build-node-image` (toolchain/nodeimage/, branch kind-image).
+# Our node images come from `device-conformance cluster build-node-image --provider kind` (toolchain/nodeimage/).
 NODE_IMAGE_BUILDER = "device_conformance.toolchain.nodeimage.assemble"
 # The name our builds get when the builder is missing (assemble.default_name(); kept in step with it).
 OWN_IMAGE_NAME = "device-conformance.local/kind-node:{tag}"
@@ -73,8 +73,8 @@ def _builder() -> ModuleType:
     except ModuleNotFoundError as exc:
         if exc.name is not None and NODE_IMAGE_BUILDER.startswith(exc.name):
             raise BadInput(
-                "this checkout cannot build a kind node image yet (`device-conformance kind build-node-image`, "
-                "issue 11 item 1, has not landed)",
+                "this installation cannot build a kind node image (toolchain/nodeimage/, behind "
+                "`device-conformance cluster build-node-image --provider kind`, is missing)",
                 "load one: `docker pull kindest/node:vX.Y.Z` where a registry is reachable, or "
                 "`docker load -i node-image.tar`, and pass it with --kind-image / KIND_NODE_IMAGE",
             ) from None

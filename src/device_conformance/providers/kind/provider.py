@@ -223,7 +223,7 @@ class KindProvider:
         return (
             f"kept kind cluster {name}: export KUBECONFIG={self.layout.kubeconfig}\n"
             f"  run against it again with: --provider kind --kind-cluster {name}\n"
-            f"  delete it with: device-conformance kind delete {name}"
+            f"  delete it with: device-conformance cluster down --provider kind {name}"
         )
 
     def clean_orphans(self) -> list[str]:

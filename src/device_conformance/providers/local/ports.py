@@ -107,5 +107,6 @@ def allocate(
     raise BadInput(
         f"no free block of {PORTS_PER_RUN} loopback ports between {FIRST_PORT} and "
         f"{FIRST_PORT + MAX_BLOCKS * PORTS_PER_RUN}",
-        "delete kept clusters with `device-conformance cluster down --all`, or set DEVICE_CONFORMANCE_BASE_PORT",
+        "delete kept clusters with `device-conformance cluster down --provider local --all`, "
+        "or set DEVICE_CONFORMANCE_BASE_PORT",
     )

@@ -115,7 +115,7 @@ class LocalProvider:
         run_id = self.cluster.state.run_id
         return (
             f"kept cluster {run_id}: export KUBECONFIG={self.cluster.layout.kubeconfig}\n"
-            f"  delete it with: device-conformance cluster down {run_id}"
+            f"  delete it with: device-conformance cluster down --provider local {run_id}"
         )
 
 

@@ -69,7 +69,7 @@ def _workload_image(cache_dir: Path) -> Image:
     return Image(WORKLOAD_IMAGE, tarball)
 
 
-# A subject's image (issue 12, part 2: --vendor-daemonset upstream:<name> on kind): its binary and the shared
+# A subject's image (--vendor-daemonset upstream:<name> on kind): its binary and the shared
 # libraries it links (a cgo build of upstream's sample device plugin needs libc and the loader).
 SUBJECT_RECIPE = "1"
 
