@@ -90,6 +90,10 @@ class ProviderCapabilities:
     # (settings, args) -> exit status. cli/cluster.py dispatches; a verb missing here is an error naming the
     # providers that answer it. Command-line code (it prints), so it lives in cli/cluster_verbs/<provider>.py.
     cluster_verbs: Mapping[str, str]
+    # "module:function" tearing down its clusters whose owning process is gone, (log) -> their names: the xdist
+    # controller calls it once its workers are gone, for a worker killed before its teardown
+    # (pytest_plugin/worker_leftovers.py). None: it leaves none (one shared cluster) or they go with the session.
+    leftovers: str | None
     # Where the Kubernetes under test comes from, as the report header says it: "host binaries" (the cache,
     # K8S_BIN_DIR, or built from K8S_SOURCE, so a source tree and a kubelet of another release can be given),
     # "node image" (kind runs what its image holds), "the cluster" (read from it: kube/versions.read_versions).
@@ -137,6 +141,7 @@ PROVIDER_CAPABILITIES: dict[str, ProviderCapabilities] = {
             "down": "device_conformance.cli.cluster_verbs.local:down",
             "cleanup": "device_conformance.cli.cluster_verbs.local:cleanup",
         },
+        leftovers="device_conformance.providers.local.leftovers:clean_leftovers",
         kubernetes_from="host binaries",
         brings_up_clusters=True,
         reuses_named_cluster=False,
@@ -161,6 +166,7 @@ PROVIDER_CAPABILITIES: dict[str, ProviderCapabilities] = {
             "cleanup": "device_conformance.cli.cluster_verbs.kind:cleanup",
             "build-node-image": "device_conformance.cli.cluster_verbs.kind:build_node_image",
         },
+        leftovers="device_conformance.providers.kind.provider:sweep_orphans",
         kubernetes_from="node image",
         brings_up_clusters=True,
         reuses_named_cluster=True,
@@ -179,6 +185,7 @@ PROVIDER_CAPABILITIES: dict[str, ProviderCapabilities] = {
         make="device_conformance.providers.existing:from_settings",
         setup=None,
         cluster_verbs={},  # the cluster is the one --kubeconfig names: nothing of the suite's to manage
+        leftovers=None,  # its one cluster is the user's
         kubernetes_from="the cluster",
         brings_up_clusters=False,
         reuses_named_cluster=False,

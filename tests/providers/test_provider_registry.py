@@ -38,7 +38,7 @@ def test_each_provider_fills_every_capability(name):
         value = getattr(can, field.name)
         if field.name == "kubernetes_from":
             assert value in get_args(hints[field.name])
-        elif field.name != "setup":
+        elif field.name not in ("setup", "leftovers"):  # optional: None says the provider has none
             assert value is not None, field.name
     assert can.workers_per_spare_core >= 1 and can.extra_workers >= 0
 
@@ -46,7 +46,7 @@ def test_each_provider_fills_every_capability(name):
 @pytest.mark.parametrize("name", PROVIDERS)
 def test_the_dotted_paths_name_functions(name):
     can = PROVIDER_CAPABILITIES[name]
-    for target in (can.make, can.setup):
+    for target in (can.make, can.setup, can.leftovers):
         if target is not None:
             assert callable(load(target)), target
             assert target.startswith(f"device_conformance.providers.{name}"), target

@@ -34,6 +34,7 @@ FIXTURE_MODULES = (
     "device_conformance.pytest_plugin.header",
     "device_conformance.pytest_plugin.marker_expression",
     "device_conformance.pytest_plugin.opt_in",
+    "device_conformance.pytest_plugin.worker_leftovers",
 )
 
 

@@ -228,16 +228,31 @@ class KindProvider:
 
     def clean_orphans(self) -> list[str]:
         """Delete clusters (and host directories) that crashed runs of ours left behind."""
-        cleaned = []
-        for layout in all_layouts():
-            try:
-                state = KindState.load(layout)
-            except (OSError, ValueError, TypeError):
-                continue
-            if state.orphaned():
-                delete_created_cluster(self.cli, layout, self.log)
-                cleaned.append(layout.cluster)
-        return cleaned
+        return delete_orphans(self.cli, self.log)
+
+
+def delete_orphans(cli: KindCLI | None, log: Log) -> list[str]:
+    """Delete the clusters (and host directories) of our runs whose owner is gone; their names."""
+    cleaned = []
+    for layout in all_layouts():
+        try:
+            state = KindState.load(layout)
+        except (OSError, ValueError, TypeError):
+            continue
+        if state.orphaned():
+            delete_created_cluster(cli, layout, log)
+            cleaned.append(layout.cluster)
+    return cleaned
+
+
+def sweep_orphans(log: Log) -> list[str]:
+    """delete_orphans through the engine that answers now (the session's private dockerd is still up when the
+    xdist controller sweeps: pytest_plugin/worker_leftovers.py)."""
+    from device_conformance.providers.kind.tools import find_kind
+
+    kind, docker = find_kind(), Docker()
+    cli = KindCLI(kind, docker) if kind is not None and docker.answers() is None else None
+    return delete_orphans(cli, log)
 
 
 def delete_created_cluster(cli: KindCLI | None, layout: KindLayout, log: Log) -> None:
