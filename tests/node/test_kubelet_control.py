@@ -4,12 +4,13 @@ the primitives they call, what they wait for, and how they recover."""
 from __future__ import annotations
 
 import signal
+import time
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 import pytest
 
-from device_conformance.core.errors import BadInput, CommandError, ConformanceError
+from device_conformance.core.errors import BadInput, CommandError, ConformanceError, WaitTimeout
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node import kubelet as kubelet_module
 from device_conformance.node.base import NodeControl
@@ -333,3 +334,130 @@ def test_a_node_without_command_prefix_names_the_fix_and_one_with_it_gives_its_w
     assert "use the local provider" in raised.value.fix
     transport.command_prefix = lambda: ["nsenter", "--target=7", "--mount", "--"]
     assert node.command_prefix() == ["nsenter", "--target=7", "--mount", "--"]
+
+
+# -- restart() to the node Ready, through the node_ready seam (the API's view, wired by fixtures/cluster.py) ------
+
+
+class FakeReadiness:
+    """The node_ready seam over a fake API: noting the old kubelet's last status is a "note" in the service's call
+    list, each look at the API a "check"; the check holds from the `holds_at`-th look on (None: never), and until
+    then says `seen`."""
+
+    def __init__(self, service: FakeService, holds_at: int | None = 3, seen: str = "no status posted since") -> None:
+        self.service, self.holds_at, self.seen = service, holds_at, seen
+        self.looks = 0
+
+    def __call__(self):
+        self.service.calls.append(("note",))
+
+        def check() -> str | None:
+            self.looks += 1
+            self.service.calls.append(("check",))
+            return None if self.holds_at is not None and self.looks >= self.holds_at else f"{self.seen} ({self.looks})"
+
+        return check
+
+
+@pytest.fixture(autouse=True)
+def short_status_second(monkeypatch):
+    """The pause that makes the new kubelet's status second a later one than the old one's, shortened."""
+    monkeypatch.setattr(kubelet_module, "STATUS_TIME_RESOLUTION", 0.05)
+
+
+def test_restart_returns_once_the_node_is_ready_in_a_status_of_the_new_kubelet(service):
+    readiness = FakeReadiness(service, holds_at=3)
+    kubelet = KubeletControl("node-a", service, node_ready=readiness)
+    kubelet.restart()
+    # Noted with the old kubelet stopped (nothing it posts comes after), looked at once the new one answers.
+    assert primitives(service) == ["signal SIGCONT", "stop", "note", "start", "check", "check", "check"]
+    assert readiness.looks == 3, "restart() returned before the check held"
+
+
+def test_the_new_kubelet_starts_a_status_time_second_after_the_old_one_stopped(monkeypatch, service):
+    # Sooner, its first status can be the old one's to the second: the same status, nothing in the API to wait on.
+    monkeypatch.setattr(kubelet_module, "STATUS_TIME_RESOLUTION", 0.3)
+    stopped_at = []
+
+    def stop():
+        FakeService.stop(service)
+        stopped_at.append(time.monotonic())
+
+    def start(binary, version):
+        service.calls.append(("started after", time.monotonic() - stopped_at[-1]))
+        FakeService.start(service, binary, version)
+
+    service.stop, service.start = stop, start
+    kubelet = KubeletControl("node-a", service, node_ready=FakeReadiness(service, holds_at=1))
+    kubelet.restart()
+    [(_, after)] = [call for call in service.calls if call[0] == "started after"]
+    assert after >= 0.3, f"the kubelet started {after:.3f}s after the old one stopped"
+    service.calls.clear()
+    kubelet.restart(wait_ready=False)
+    [(_, after)] = [call for call in service.calls if call[0] == "started after"]
+    assert after < 0.3, f"wait_ready=False: the kubelet started {after:.3f}s after the old one stopped"
+
+
+def test_restart_with_wait_ready_off_returns_at_healthz(service):
+    kubelet = KubeletControl("node-a", service, node_ready=FakeReadiness(service, holds_at=None))
+    kubelet.restart(wait_ready=False)
+    assert primitives(service) == ["signal SIGCONT", "stop", "start"]
+
+
+def test_restart_of_a_node_without_the_seam_returns_at_healthz(kubelet, service):
+    kubelet.restart()
+    assert primitives(service) == ["signal SIGCONT", "stop", "start"]
+
+
+def test_a_node_that_never_gets_ready_fails_naming_what_was_awaited_and_last_seen(monkeypatch, service):
+    monkeypatch.setattr(kubelet_module, "READY_TIMEOUT", 0.5)
+    seen = "Ready=True (KubeletReady) with lastHeartbeatTime 2026-11-28T02:50:01+00:00: no status posted since"
+    kubelet = KubeletControl("node-a", service, node_ready=FakeReadiness(service, holds_at=None, seen=seen))
+    with pytest.raises(WaitTimeout) as failure:
+        kubelet.restart()
+    message = str(failure.value)
+    assert "node node-a to be Ready in a status posted by its restarted kubelet" in message
+    assert f"last seen: {seen} (" in message
+    assert kubelet.healthy(), "the kubelet runs; only the node's status is late"
+
+
+def test_a_kubelet_that_exits_before_it_posts_ready_ends_the_wait_at_once_with_its_log(monkeypatch, service):
+    monkeypatch.setattr(kubelet_module, "READY_TIMEOUT", 30)
+
+    def node_ready():
+        def check():
+            # The new kubelet answered /healthz, then exits while the node's status is still NotReady.
+            service.log.append('E1128 run.go:72] "command failed" err="failed to run Kubelet"')
+            service.start_fails_with = "gone after healthz"  # exited() answers from now on
+            return "Ready=False (KubeletNotReady)"
+
+        return check
+
+    kubelet = KubeletControl("node-a", service, node_ready=node_ready)
+    with pytest.raises(ConformanceError) as failure:
+        kubelet.restart()
+    assert not isinstance(failure.value, WaitTimeout), "waited out READY_TIMEOUT for a kubelet that had exited"
+    message = str(failure.value)
+    assert "exited with status 1 before it posted a Ready status; last seen: Ready=False (KubeletNotReady)" in message
+    assert "failed to run Kubelet" in message, "the kubelet's log since its start"
+
+
+def test_restart_starts_the_kubelet_again_when_the_api_does_not_answer(service):
+    def api_down():
+        raise ConnectionRefusedError("the API server does not answer")
+
+    kubelet = KubeletControl("node-a", service, node_ready=api_down)
+    with pytest.raises(ConnectionRefusedError):
+        kubelet.restart()
+    assert primitives(service) == ["signal SIGCONT", "stop", "start"]
+    assert kubelet.healthy()
+
+
+def test_crash_start_and_stopped_return_at_healthz_as_before(service):
+    kubelet = KubeletControl("node-a", service, node_ready=FakeReadiness(service, holds_at=None))
+    kubelet.crash()
+    with kubelet.stopped():
+        pass
+    kubelet.stop()
+    kubelet.start()
+    assert "note" not in primitives(service) and "check" not in primitives(service)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from kubernetes import client
 from kubernetes.utils import parse_quantity
 
 from device_conformance.kube.client import Kube
@@ -10,6 +11,13 @@ from device_conformance.kube.client import Kube
 def ready(kube: Kube, name: str) -> bool:
     node = kube.core.read_node(name)
     return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+
+
+def ready_condition(kube: Kube, name: str) -> client.V1NodeCondition | None:
+    """The node's Ready condition as the API shows it (None while it has none: a node not yet registered)."""
+    status = kube.core.read_node(name).status
+    conditions = status.conditions if status is not None else None
+    return next((c for c in conditions or [] if c.type == "Ready"), None)
 
 
 def conditions_summary(kube: Kube, name: str) -> str:

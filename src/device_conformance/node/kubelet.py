@@ -1,12 +1,14 @@
 """Kubelet control, written once for every provider over its KubeletService (node/transport.py):
-`node.kubelet.restart()`, `.stop()`, `.start()`, `.crash()`, `.freeze()` / `.thaw()`, `.stopped()`,
-health, pid, the kubelet's log, and its crashes as an outcome: `.wait_exited()`, `.stays_up()`."""
+`node.kubelet.restart()` (to the node Ready in the new kubelet's status, where the node was given the API's
+view: `node_ready`), `.stop()`, `.start()`, `.crash()`, `.freeze()` / `.thaw()`, `.stopped()`, health, pid, the
+kubelet's log, and its crashes as an outcome: `.wait_exited()`, `.stays_up()`."""
 
 from __future__ import annotations
 
 import re
 import signal
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -23,6 +25,13 @@ STOP_TIMEOUT = 60
 START_BUDGET = Budget(timeouts.COMPONENT_START_STALL, timeouts.COMPONENT_START_CEILING)
 # `docker restart` of a kind node (a command with its own limit).
 START_TIMEOUT = 120
+# After /healthz, how long a restarted kubelet may take to post a status that says the node is Ready.
+READY_TIMEOUT = timeouts.NODE_READY
+# A node's status times (metav1.Time) are whole seconds. A kubelet started this long after the old one stopped
+# stamps its status with a later second than any the old one did, so its status is told apart from the old one's
+# (wait.kube.node_ready_in_a_later_status); started sooner, its first status can be the old one to the second, and
+# nothing in the API shows it came (seen on a local cluster: a 0.5 s restart, then 60 s until the next report).
+STATUS_TIME_RESOLUTION = 1.0
 # How long a supervisor may take to start a SIGKILLed kubelet again (kind's kubelet.service: RestartSec=1s).
 CRASH_RESTART_TIMEOUT = 30
 LOG_TAIL_LINES = 40
@@ -36,6 +45,14 @@ PANIC_QUOTE_LINES = 60
 # (runtime/panic.go printpanics: "panic: ", "[recovered]" for a re-panic), a fatal error (runtime.throw: "fatal
 # error: "), a fatal signal (runtime/signal_unix.go sighandler: "SIGABRT: abort", "SIGQUIT: quit").
 _PANIC_START = re.compile(r"^(?:panic: |fatal error: |SIG[A-Z]+: )")
+
+
+# The node's readiness as the API shows it, which this layer cannot read (it sits below kube/): given to
+# KubeletControl where nodes are built for the suites (fixtures/cluster.py wires wait.kube's
+# node_ready_in_a_later_status). Called once the old kubelet has stopped, it notes the status that kubelet posted
+# last and returns a check (wait/core.py's convention: None when it holds, else what it saw) that holds once the
+# node is Ready in a status posted after that one: by the new kubelet.
+NodeReadySince = Callable[[], Callable[[], str | None]]
 
 
 class KubeletExited(ConformanceError, AssertionError):
@@ -66,9 +83,12 @@ def panic_quote(log: str, max_lines: int = PANIC_QUOTE_LINES) -> str | None:
 
 
 class KubeletControl:
-    def __init__(self, node: str, service: KubeletService) -> None:
+    def __init__(self, node: str, service: KubeletService, node_ready: NodeReadySince | None = None) -> None:
         self.node = node
         self.service = service
+        # What restart() waits on after /healthz (NodeReadySince); None where no API is in reach (a node built
+        # without one: unit tests, a provider's own bring-up), and restart() returns at /healthz.
+        self.node_ready = node_ready
         # The kubelet started last (binary, version); None, None: the node's own. A restart, a crash and
         # stopped() bring back this one, so a swapped-in kubelet stays until start() without arguments.
         self._running: tuple[Path | None, KubeVersion | None] = (None, None)
@@ -193,10 +213,36 @@ class KubeletControl:
             raise ConformanceError(f"kubelet.start: the kubelet on {self.node} is already running; stop it first")
         self._start(binary, version)
 
-    def restart(self) -> None:
-        """Graceful restart of the kubelet that runs (a swapped-in binary stays), then wait for its health."""
+    def restart(self, *, wait_ready: bool = True) -> None:
+        """Graceful restart of the kubelet that runs (a swapped-in binary stays); returns once the node is Ready
+        in a status the new kubelet posted (after its /healthz answered ok), as the API shows it: a test goes
+        on with a node the scheduler and the controllers see as the new kubelet's. The old kubelet's status
+        does not count: a restart does not make the node NotReady (its Lease and status stay fresh for
+        node-monitor-grace-period, 40 s).
+
+        wait_ready=False returns at /healthz, for a test that acts while the kubelet is still starting (what it
+        does before its first status, its runtime snapshot at start, a fault it meets at start that would keep
+        the node NotReady). A node without `node_ready` (built without an API: unit tests, a provider's own
+        bring-up) returns at /healthz either way; the suites' nodes have it (fixtures/cluster.py).
+
+        ConformanceError (with the kubelet's log since its start) when the new kubelet exits before either;
+        WaitTimeout (an AssertionError: a finding, not a harness error) when the node is not Ready in a status
+        of the new kubelet within READY_TIMEOUT of /healthz, naming what the API showed last."""
         self.stop()
-        self._start(*self._running)
+        stopped = time.monotonic()
+        ready: Callable[[], str | None] | None = None
+        try:
+            if wait_ready and self.node_ready is not None:
+                # Noted with the old kubelet gone: no status it posts can come after this.
+                ready = self.node_ready()
+                # Not a wait for an event: the node's clock passing a second, which nothing shows (the old kubelet
+                # is gone); what it costs is at most that second.
+                time.sleep(max(0.0, STATUS_TIME_RESOLUTION - (time.monotonic() - stopped)))
+        finally:
+            # Also when the API did not answer: a restart never leaves the kubelet stopped.
+            self._start(*self._running)
+        if ready is not None:
+            self._wait_ready(ready)
 
     @contextmanager
     def stopped(self) -> Iterator[None]:
@@ -250,6 +296,28 @@ class KubeletControl:
         return self.service.log_since(mark)
 
     # -- internals ---------------------------------------------------------------------------
+    def _wait_ready(self, ready: Callable[[], str | None]) -> None:
+        """Until `ready` holds (the node Ready in a status of the kubelet started last); at once, with its log,
+        when that kubelet exits meanwhile."""
+
+        def probe() -> bool | Pending:
+            seen = ready()
+            if seen is None:
+                return True
+            gone = self.service.exited()
+            if gone is not None:
+                raise Abort(f"the kubelet on {self.node} {gone} before it posted a Ready status; last seen: {seen}")
+            return Pending(seen)
+
+        try:
+            until(
+                probe,
+                what=f"node {self.node} to be Ready in a status posted by its restarted kubelet",
+                timeout=READY_TIMEOUT,
+            )
+        except Abort as exc:
+            raise ConformanceError(f"{exc}\n{self._log_tail()}") from None
+
     def _start(self, binary: Path | None, version: KubeVersion | None) -> None:
         self._running = (binary, version)
         self._started_at = self.service.log_mark()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import TypeVar
 
 from kubernetes import client
@@ -21,6 +22,45 @@ def for_node_ready(kube: Kube, node: str, timeout: float = timeouts.NODE_READY) 
         what=f"node {node} to be Ready",
         timeout=timeout,
     )
+
+
+def node_ready_in_a_later_status(kube: Kube, node: str) -> Callable[[], str | None]:
+    """A check (wait/core.py: None when it holds, else what it saw) that holds once `node` is Ready in a status
+    posted after the one the API shows now. Made with the old kubelet gone, it holds for its successor's word
+    only (KubeletControl.restart wires it so, through its node_ready seam; fixtures/cluster.py).
+
+    Why not Ready alone: a kubelet restart leaves the node Ready in the API (its Lease and status stay fresh for
+    node-monitor-grace-period), so right after one that is the old kubelet's status. The new kubelet posts its
+    own at once: fastStatusUpdateOnce returns at its start when the node is already Ready, but the status loop's
+    first syncNodeStatus (after one updateRuntimeUp, pkg/kubelet/kubelet.go Run) patches the status, its
+    lastStatusReportTime being zero (pkg/kubelet/kubelet_node_status.go tryUpdateNodeStatus), and every status it
+    posts stamps Ready's lastHeartbeatTime (pkg/kubelet/nodestatus/setters.go ReadyCondition). That first status
+    may say NotReady (the runtime or PLEG not yet checked); Ready then comes with the next sync, which posts it as
+    a change (nodeStatusUpdateFrequency: 10 s by default, 1 s on the clusters this suite makes).
+
+    Clocks: lastHeartbeatTime is the node's clock, and is compared only with the heartbeat noted now, from the
+    same clock; this machine's clock is never involved. It is whole seconds (metav1.Time): a kubelet that posts
+    within the same second as the old one's last status posts, to the API, the same status, and is not seen
+    until its next change or report (nodeStatusReportFrequency: 5 min by default, 1 min on ours). So the new
+    kubelet must start a second after the old one stopped at the earliest (KubeletControl.restart does)."""
+    before = nodes.ready_condition(kube, node)
+    noted = before.last_heartbeat_time if before is not None else None
+
+    def stamp(when: datetime | None) -> str:
+        return when.isoformat() if when is not None else "none"
+
+    def check() -> str | None:
+        ready = nodes.ready_condition(kube, node)
+        if ready is None:
+            return f"node {node} has no Ready condition"
+        seen = f"Ready={ready.status} ({ready.reason}) with lastHeartbeatTime {stamp(ready.last_heartbeat_time)}"
+        if noted is not None and (ready.last_heartbeat_time is None or ready.last_heartbeat_time <= noted):
+            return f"{seen}: no status posted since the one noted before (lastHeartbeatTime {stamp(noted)})"
+        if ready.status != "True":
+            return f"{seen}: {ready.message}"
+        return None
+
+    return check
 
 
 def for_pod_phase(
