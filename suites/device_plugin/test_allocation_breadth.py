@@ -21,7 +21,6 @@ from device_conformance.framework import (
     pods,
     timeouts,
     until,
-    wait,
 )
 
 pytestmark = pytest.mark.deviceplugin
@@ -232,7 +231,6 @@ def test_container_restart_then_kubelet_restart_keeps_the_devices(
 
     node.kubelet.restart()
     plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    wait.for_node_ready(kube, node.name)
     node_resource(resource).wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
     # Back-off after two exits is 20 s, then 40 s: two more runs fit in the wait.

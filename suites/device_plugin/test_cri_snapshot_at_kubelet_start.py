@@ -111,7 +111,8 @@ def _restart_with_plugin_held(node, kube, plugin, counts, proxy):
     plugin.hold_registration(True)
     taken = len(proxy.snapshots())
     mark = node.kubelet.log_mark()
-    node.kubelet.restart()
+    # Not Ready while the faults stay armed (PLEG has yet to succeed): the wait for Ready comes after clear_faults.
+    node.kubelet.restart(wait_ready=False)
     snapshot = proxy.wait_for_snapshot(taken + 1)
     proxy.clear_faults()  # taken once: the rest of the kubelet's life sees the runtime as it is
     wait.for_node_ready(kube, node.name)

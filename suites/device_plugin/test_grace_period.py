@@ -24,7 +24,6 @@ from device_conformance.framework import (
     pods,
     timeouts,
     until,
-    wait,
     watch,
 )
 
@@ -74,7 +73,6 @@ def scenarios(cluster, kube, tmp_path_factory, module_pod_factory):
         restarted.hold_registration(True)
         node.kubelet.restart()
         restart_time = time.monotonic()
-        wait.for_node_ready(kube, node.name)
 
         # Upstream DF3's long half: an unhealthy device of a live plugin, its pod gone, stays out of
         # allocatable (capacity kept) past the grace period.

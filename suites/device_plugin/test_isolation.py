@@ -16,7 +16,6 @@ from device_conformance.framework import (
     env_lines_script,
     pods,
     timeouts,
-    wait,
 )
 
 pytestmark = pytest.mark.deviceplugin
@@ -98,7 +97,6 @@ def test_no_device_is_held_by_two_pods_across_kubelet_and_plugin_restarts(
 
     node.kubelet.restart()
     plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    wait.for_node_ready(kube, node.name)
     counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     second = pod_factory("second", command, resources={resource: 1})
     second.wait_running()

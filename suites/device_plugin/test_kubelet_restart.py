@@ -73,7 +73,6 @@ def succeeded(cluster, kube, tmp_path_factory, module_pod_factory):
         plugin.stop()
         counts.wait_counts(2, 0)
         node.kubelet.restart()
-        wait.for_node_ready(kube, node.name)
         counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
         def not_succeeded() -> str | None:
@@ -121,7 +120,6 @@ def test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters(
 
     node.kubelet.restart()
     plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
-    wait.for_node_ready(kube, node.name)
     node_resource(resource).wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
     pod.wait_running()
@@ -168,7 +166,6 @@ def test_plugin_not_reregistering_leaves_zero_devices_and_new_pods_fail_admissio
     counts = node_resource(resource)
     plugin.hold_registration(True)
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
     counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
     pod = pod_factory("early", ["sleep", "86400"], resources={resource: 1}, node_name=node.name)
@@ -283,7 +280,6 @@ def test_pod_with_a_completed_init_device_container_survives_kubelet_restart_whi
         plugin.hold_registration(True)
     mark = node.kubelet.log_mark()
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
     counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     readmission_line(node, pod, mark)
 
@@ -351,7 +347,6 @@ def test_running_pod_survives_kubelet_restart_while_its_plugin_is_away(
 
     plugin.hold_registration(True)
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
     counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     keeps_running(pod)
     assert_lists(pod, resource, held, "after the restart, plugin not registered")
@@ -418,7 +413,6 @@ def test_pod_with_restarted_containers_survives_kubelet_restart_while_its_plugin
 
     plugin.hold_registration(True)
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
     counts.wait_counts(0, 0, timeouts.DEVICE_COUNTS_AFTER_RESTART)
 
     def changed(current):

@@ -50,7 +50,6 @@ from device_conformance.framework import (
     podresources,
     pods,
     timeouts,
-    wait,
 )
 
 pytestmark = pytest.mark.deviceplugin
@@ -107,7 +106,6 @@ def test_device_on_numa_node_1_is_checkpointed_and_listed_on_node_1_across_a_kub
         if when == "after":
             node.kubelet.restart()
             plugin.wait_for_registration(count=2, timeout=timeouts.DEVICE_COUNTS_AFTER_RESTART)
-            wait.for_node_ready(kube, node.name)
             node_resource(resource).wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
         found = _checkpointed_by_numa(node, pod)
         assert found == wanted_checkpoint, (

@@ -130,7 +130,6 @@ def test_kubelet_restart_keeps_the_device_and_the_plugin_registers_again(
     held = one_device(pod, resource, offered)
 
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
     # The new kubelet's counters start at zero: exactly one Register since it started.
     wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert offered_devices(kube, node, resource) == n

@@ -253,7 +253,6 @@ def test_kubelet_restart_with_every_device_held_admits_no_more(kube, node, pod_f
     assert held == offered, f"the {n} pods hold {held}; each offered device once is {offered}"
 
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
     wait_registrations(kubelet_counts, resource, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
     assert offered_devices(kube, node, resource) == n
     extra = pod_factory("extra", SLEEP, resources={resource: 1}, node_name=node.name)

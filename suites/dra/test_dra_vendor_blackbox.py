@@ -54,7 +54,6 @@ from device_conformance.framework import (
     dra,
     pods,
     timeouts,
-    wait,
     watch,
 )
 
@@ -133,7 +132,6 @@ def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(
     listed = listed_claims(pod)
 
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
 
     def prepared_again():
         calls = kubelet_counts.dra_counts(driver, ok=None)  # any call, answered or not

@@ -122,7 +122,6 @@ def test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answer
     )
 
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
     assert checkpointed(node, driver) == held, "dra_manager_state changed across the kubelet restart"
     assert listed_claims(pod)[claim["metadata"]["name"]] == listed, "podresources changed across the restart"
     assert counts_since(kubelet_counts, driver) == (0, 0), "the new kubelet called the driver for a running pod"
@@ -143,7 +142,6 @@ def test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again(
     old = main_status(pod).container_id
 
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
     sandboxes = [s.id for s in node.pod_sandboxes() if s.uid == pod.uid]
     assert len(sandboxes) == 1, f"the pod's sandboxes on the node: {sandboxes}"
     with node.transport.cri() as cri:

@@ -25,7 +25,6 @@ def test_running_pod_survives_kubelet_restart(kube, node, sleeper):
     """A graceful kubelet restart keeps a running pod: same UID, Running, Ready, no container restart."""
     before = sleeper.read()
     node.kubelet.restart()
-    wait.for_node_ready(kube, node.name)
     after = sleeper.wait_running(timeout=timeouts.POD_START_UNNAMED)
     assert after.metadata.uid == before.metadata.uid
     assert after.status.container_statuses[0].restart_count == 0
