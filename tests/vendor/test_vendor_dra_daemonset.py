@@ -1,6 +1,7 @@
 """Vendor mode: a DRA driver as a DaemonSet (--vendor-dra-driver with --vendor-daemonset).
 Option parsing, upstream's test driver's manifest (its objects, mounts and permissions), the CDI specs read through
-the node, and the handle's driver name (no cluster). Applying and deleting a manifest: tests/kube/test_apply_manifests.py."""
+the node, and the handle's driver name (no cluster). Applying and deleting a manifest:
+tests/kube/test_apply_manifests.py."""
 
 from __future__ import annotations
 
