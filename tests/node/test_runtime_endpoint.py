@@ -252,17 +252,14 @@ class _Proxy:
         pass
 
 
-def test_the_fixtures_way_back_retries_a_node_command_cut_short_by_the_ctrl_c(monkeypatch):
+def test_the_fixtures_way_back_retries_a_node_command_cut_short_by_the_ctrl_c():
     """Ctrl-C reaches pytest's whole process group, the docker exec running then too: the kubelet must still end
     up on containerd (seen on kind: `systemctl daemon-reload` exited 130 in the fixture's teardown)."""
     from device_conformance.fixtures import cri_proxy
 
-    ready: list[str] = []
-    monkeypatch.setattr(cri_proxy.wait, "for_node_ready", lambda kube, name: ready.append(name))
     node, proxy = _ShakyNode(), _Proxy()
 
     cri_proxy.back_on_the_runtime(None, node, proxy)
 
     assert proxy.cleared
-    assert node.done == ["endpoint None", "restart"]
-    assert ready == ["dc-kind-worker"]
+    assert node.done == ["endpoint None", "restart"]  # restart() itself waits for the node Ready again
