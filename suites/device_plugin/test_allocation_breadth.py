@@ -215,9 +215,7 @@ def test_failed_preferred_allocation_leaves_no_stale_devices(node, pod_factory, 
 
 @pytest.mark.disruptive
 @pytest.mark.scenario("DP5")
-def test_container_restart_then_kubelet_restart_keeps_the_devices(
-    kube, node, pod_factory, node_resource, registered_plugin
-):
+def test_container_restart_then_kubelet_restart_keeps_the_devices(node, pod_factory, node_resource, registered_plugin):
     """Upstream DP5 (#135485): a container that restarted, then a kubelet restart; the pod is not
     re-admitted and failed, the container keeps restarting with the same device (no new Allocate), and
     podresources lists that device."""

@@ -199,7 +199,7 @@ def test_a_slow_snapshot_is_waited_for_and_the_running_pod_kept(
 
 
 def test_a_pod_stays_pending_while_container_status_fails_and_runs_with_its_device_after(
-    cri_proxy, kube, node, pod_factory, registered_plugin
+    cri_proxy, node, pod_factory, registered_plugin
 ):
     """ContainerStatus failing: the kubelet starts the pod's container (its device allocated) but cannot read its
     status, so the PLEG caches the error (pkg/kubelet/pleg/generic.go updateCache, reinspected every relist) and the

@@ -81,7 +81,7 @@ def _sees(pod, resource: str, granted: list[str], when: str) -> None:
 @pytest.mark.disruptive
 @pytest.mark.scenario("DP4", "DP7")
 def test_no_device_is_held_by_two_pods_across_kubelet_and_plugin_restarts(
-    kube, node, pod_factory, node_resource, registered_plugin
+    node, pod_factory, node_resource, registered_plugin
 ):
     """Two devices. A first pod takes one; after a kubelet restart a second pod gets the other; after a
     plugin restart (SIGKILL, respawn) a third pod bound to the node fails admission with no Allocate, and

@@ -109,7 +109,7 @@ def _succeeded_started(request):
 @pytest.mark.disruptive
 @pytest.mark.scenario("DP4")
 def test_kubelet_restart_keeps_the_device_pod_and_plugin_reregisters(
-    kube, node, pod_factory, node_resource, registered_plugin
+    node, pod_factory, node_resource, registered_plugin
 ):
     plugin = registered_plugin
     resource = plugin.config.resource_name
@@ -156,7 +156,7 @@ def test_killed_plugin_zeroes_allocatable_and_respawn_restores_it(pod_factory, n
 @pytest.mark.disruptive
 @pytest.mark.scenario("DM-U2")
 def test_plugin_not_reregistering_leaves_zero_devices_and_new_pods_fail_admission(
-    kube, node, pod_factory, node_resource, registered_plugin
+    node, pod_factory, node_resource, registered_plugin
 ):
     """After a restart the kubelet knows the resource from its checkpoint as a stopped endpoint with no
     devices: capacity and allocatable are 0 at once, a pod bound to the node fails admission instead of
@@ -258,7 +258,7 @@ PLUGIN_AWAY = ("held-back", "stopped")
 @pytest.mark.known_bug(COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART)
 @pytest.mark.parametrize("away", PLUGIN_AWAY)
 def test_pod_with_a_completed_init_device_container_survives_kubelet_restart_while_its_plugin_is_away(
-    kube, node, pod_factory, node_resource, registered_plugin, shows_known_bug, away
+    node, pod_factory, node_resource, registered_plugin, shows_known_bug, away
 ):
     """kubernetes#138446: the init container held a device and completed, the app container runs; a kubelet
     restart while the plugin is away must leave the pod running. devicesToAllocate returns early only for a
@@ -333,7 +333,7 @@ def test_reboot_with_plugin_held_back_fails_the_pod_instead_of_running_it_withou
 
 @pytest.mark.disruptive
 def test_running_pod_survives_kubelet_restart_while_its_plugin_is_away(
-    kube, node, pod_factory, node_resource, registered_plugin
+    node, pod_factory, node_resource, registered_plugin
 ):
     """kubernetes#118559 (fixed by #118635): a plain kubelet restart while the plugin is not registered
     must not re-admit (and fail) the running device pod; it is found running and left alone."""
@@ -384,7 +384,7 @@ def _restarted_once_and_running(current) -> str | None:
 @pytest.mark.disruptive
 @pytest.mark.known_bug(RESTARTED_CONTAINER_READMITTED_ON_KUBELET_RESTART)
 def test_pod_with_restarted_containers_survives_kubelet_restart_while_its_plugin_is_away(
-    kube, node, pod_factory, register_plugin, node_resource, shows_known_bug
+    node, pod_factory, register_plugin, node_resource, shows_known_bug
 ):
     """kubernetes#135485: containers that restarted once before a kubelet restart (an exited and a running
     container each) are found running, so the pod is not re-admitted and failed while its plugin is away."""

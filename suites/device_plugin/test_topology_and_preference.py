@@ -83,7 +83,7 @@ def _listed(node, pod, resource: str) -> list[podresources.Devices]:
 @pytest.mark.disruptive
 @pytest.mark.scenario("DP-X1", "DM-U3", "DP4")
 def test_device_on_numa_node_1_is_checkpointed_and_listed_on_node_1_across_a_kubelet_restart(
-    kube, node, pod_factory, register_plugin, node_resource
+    node, pod_factory, register_plugin, node_resource
 ):
     """Devices on NUMA nodes 0 and 1, the plugin preferring the node-1 one: the pod gets dev-1; the checkpoint
     keys it under NUMA node 1 and podresources List reports topology [1] for it, both again after a kubelet

@@ -38,7 +38,7 @@ def expected_env(pod):
 
 
 def test_node_reboot_prepares_the_claim_again_before_the_new_containers_start(
-    node, kube, dra_driver, dra_objects, cdi_runtime, kubelet_restored
+    node, dra_driver, dra_objects, cdi_runtime, kubelet_restored
 ):
     """The claim's CDI spec goes as /var/run/cdi does in a reboot; the new sandbox's container sees every
     device again only if NodePrepareResources (which writes the spec) came before it was created."""

@@ -120,9 +120,7 @@ def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
 
 @pytest.mark.disruptive
 @pytest.mark.scenario("DRA1")
-def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(
-    kube, node, kubelet_counts, dra_objects, subject_driver
-):
+def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(node, kubelet_counts, dra_objects, subject_driver):
     """Across a kubelet restart the claim pod keeps running, unrestarted, and podresources still lists its claim;
     the new kubelet makes no NodePrepareResources for it (upstream's window, DRA_NO_PREPARE_WINDOW); deleting the
     pod afterwards makes exactly one NodeUnprepareResources (the driver registered with the new kubelet)."""

@@ -93,7 +93,7 @@ def test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back(
 
 
 def test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answered(
-    kube, node, kubelet_counts, dra_objects, subject_driver, kubelet_restored, request
+    node, kubelet_counts, dra_objects, subject_driver, kubelet_restored, request
 ):
     """For a running pod with a two-device claim, dra_manager_state holds the claim (name, namespace, the pod)
     with every allocated device (pool, device) and the CDI IDs podresources lists; after a kubelet restart it
@@ -128,7 +128,7 @@ def test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answer
 
 
 def test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again(
-    kube, node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
+    node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
 ):
     """After a kubelet restart (the claim pod running on, not prepared by this kubelet) the pod's sandbox is
     removed: the kubelet creates a new one and, the claim not being prepared in its memory, calls

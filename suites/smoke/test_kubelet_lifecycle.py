@@ -21,7 +21,7 @@ def first_container_id(pod):
     return statuses[0].container_id if statuses else None
 
 
-def test_running_pod_survives_kubelet_restart(kube, node, sleeper):
+def test_running_pod_survives_kubelet_restart(node, sleeper):
     """A graceful kubelet restart keeps a running pod: same UID, Running, Ready, no container restart."""
     before = sleeper.read()
     node.kubelet.restart()
