@@ -9,8 +9,8 @@ from device_conformance.kube.client import Kube
 
 
 def ready(kube: Kube, name: str) -> bool:
-    node = kube.core.read_node(name)
-    return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+    condition = ready_condition(kube, name)
+    return condition is not None and condition.status == "True"
 
 
 def ready_condition(kube: Kube, name: str) -> client.V1NodeCondition | None:

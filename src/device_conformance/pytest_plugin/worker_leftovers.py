@@ -15,6 +15,8 @@ its cluster down (fixtures/cluster.py pytest_unconfigure), so there is nothing t
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 
 from device_conformance.core.errors import BadInput
@@ -40,7 +42,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         return
     from device_conformance.providers import load
 
-    log = lambda message: say(config, message)  # noqa: E731
+    log = partial(say, config)
     with deferred_interrupts(log):
         swept = load(target)(log)
     if swept:
