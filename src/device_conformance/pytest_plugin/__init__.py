@@ -35,6 +35,7 @@ FIXTURE_MODULES = (
     "device_conformance.pytest_plugin.marker_expression",
     "device_conformance.pytest_plugin.opt_in",
     "device_conformance.pytest_plugin.worker_leftovers",
+    "device_conformance.pytest_plugin.overlapping",
 )
 
 

@@ -19,6 +19,9 @@ MARKERS = {
     "black-box test, their defects fail exactly the tests named for them (suites/vendor_mode)",
     "nodes": "nodes(N): the test needs N nodes with node access that take its pods (kind: --kind-profile "
     "two-nodes); it skips on fewer, naming the count (checked in fixtures/nodes.py)",
+    "overlapping": "overlapping('first', 'second', ...) on a module: its scenario fixtures (module-scoped, one per "
+    "scenario) that start together before its first test, in that order, so their watch windows overlap "
+    "(pytest_plugin/overlapping.py)",
     # Harness tests (tests/), deselect with -m "not docker and not kind":
     "docker": "harness test that needs a Docker engine (a private dockerd is started when none runs)",
     "kind": "harness test that needs the kind CLI (and Go for kind's config loader)",
