@@ -8,14 +8,16 @@ RollingUpdate names), then one of the two goes away. The kubelet keeps every reg
 calls the newest connected one (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go, module source v1.37.1:
 `get`, `remove`, `sync`); the driver stays usable, so its ResourceSlices must not be wiped: they stay the
 very same objects for the kubelet's wiping delay (timeouts.DRA_WIPING_DELAY, `defaultWipingDelay`) and
-beyond. Those two windows start in the module fixture `updated`, before the module's first test, so they
-run side by side while the tests do their pods.
+beyond. Each update is a module fixture of its own (`rolling_update`, `failed_update`); the `overlapping`
+marker starts both before the module's first test, so their slice windows run side by side while the tests
+do their pods.
 
 Sequential update (`slow`): the old process stops, a new one starts on the same sockets; the slices survive
 the short downtime and are wiped once the driver stays away longer than the wiping delay.
 """
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -35,7 +37,7 @@ from device_conformance.framework import (
     watch,
 )
 
-pytestmark = [pytest.mark.dra, SINCE_SEAMLESS_DRIVER_UPDATE]
+pytestmark = [pytest.mark.dra, SINCE_SEAMLESS_DRIVER_UPDATE, pytest.mark.overlapping("rolling_update", "failed_update")]
 
 # The slices must outlive the wiping delay by a margin: a wipe is a timed work item of the kubelet.
 SLICES_KEPT_WINDOW = timeouts.DRA_WIPING_DELAY + 10
@@ -74,12 +76,6 @@ class Update:
     slices_window: Watch
 
 
-@dataclass
-class Updated:
-    rolling: Update  # the old instance went after the new one registered
-    failed: Update  # the new instance went (failed) after registering; the old one keeps serving
-
-
 def two_instances(shared, *, stop: str) -> Update:
     """An "old" instance, then a "new" one of the same driver; `stop` ("old" or "new") is stopped after both
     are registered. Each fixture call waits for its instance's registration and published slice."""
@@ -97,18 +93,27 @@ def two_instances(shared, *, stop: str) -> Update:
     return Update(serving, gone, before, window)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def updated(request, cluster):
-    """Both updates before the module's first test, so their slice windows run side by side."""
+def update_with_slices_window(request: pytest.FixtureRequest, cluster, *, stop: str) -> Iterator[Update | None]:
+    """two_instances(stop=...) for a module fixture; cancels its slices window at teardown. A test's module
+    fixtures set up before its `since` marker skips it: below the release there is nothing to start."""
     if not cluster.k8s_version.at_least(FIRST_SEAMLESS_DRIVER_UPDATE_MINOR):
         yield None  # the module's since marker skips every test
         return
-    shared = request.getfixturevalue("shared_dra")
-    rolling = two_instances(shared, stop="old")
-    failed = two_instances(shared, stop="new")
-    yield Updated(rolling, failed)
-    for update in (rolling, failed):
-        update.slices_window.cancel()
+    update = two_instances(request.getfixturevalue("shared_dra"), stop=stop)
+    yield update
+    update.slices_window.cancel()
+
+
+@pytest.fixture(scope="module")
+def rolling_update(request, cluster):
+    """The old instance went after the new one registered; the new one serves."""
+    yield from update_with_slices_window(request, cluster, stop="old")
+
+
+@pytest.fixture(scope="module")
+def failed_update(request, cluster):
+    """The new instance went (failed) after registering; the old one keeps serving."""
+    yield from update_with_slices_window(request, cluster, stop="new")
 
 
 def prepared_by_the_serving_instance_only(update, shared):
@@ -123,15 +128,15 @@ def prepared_by_the_serving_instance_only(update, shared):
 
 
 @pytest.mark.scenario("DRA-E15")
-def test_rolling_update_new_instance_serves_and_slices_stay(updated, shared_dra):
-    prepared_by_the_serving_instance_only(updated.rolling, shared_dra)
-    updated.rolling.slices_window.holds()
+def test_rolling_update_new_instance_serves_and_slices_stay(rolling_update, shared_dra):
+    prepared_by_the_serving_instance_only(rolling_update, shared_dra)
+    rolling_update.slices_window.holds()
 
 
 @pytest.mark.scenario("DRA-E16")
-def test_failed_update_old_instance_keeps_serving_and_slices_stay(updated, shared_dra):
-    prepared_by_the_serving_instance_only(updated.failed, shared_dra)
-    updated.failed.slices_window.holds()
+def test_failed_update_old_instance_keeps_serving_and_slices_stay(failed_update, shared_dra):
+    prepared_by_the_serving_instance_only(failed_update, shared_dra)
+    failed_update.slices_window.holds()
 
 
 @pytest.mark.slow  # the downtime window and the wipe each last the kubelet's 30 s wiping delay
