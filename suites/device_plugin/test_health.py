@@ -3,10 +3,13 @@
 Three scenarios hold a condition for upstream's one-minute window (DEVICE_PLUGIN_UPDATE_WINDOW): a pod on a
 device that turned unhealthy is not evicted; an unhealthy device whose pod is gone stays out of
 allocatable (the slow grace-period module holds that for the grace period + 1 minute); a ListAndWatch
-stream that ended is never retried. All start in the module fixture `windows`, so the minute runs while
-the module's other tests do, and their tests collect the verdict (Watch.holds()) at the end of the module.
+stream that ended is never retried. Each has its own module fixture; the `overlapping` marker starts them
+together before the module's first test, so the minute runs while the module's other tests do, and their
+tests collect the verdict (Watch.holds()) when they run.
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -26,23 +29,29 @@ from device_conformance.framework import (
     watch,
 )
 
-pytestmark = pytest.mark.deviceplugin
+# The scenarios whose one-minute windows overlap, in the order they start.
+SCENARIOS = ("pod_on_unhealthy_device", "unhealthy_device_of_deleted_pod", "ended_listandwatch_stream")
+pytestmark = [pytest.mark.deviceplugin, pytest.mark.overlapping(*SCENARIOS)]
 
 # What the kubelet calls on a plugin that registers and then serves one stream; nothing after that.
 ONE_STREAM = ["GetDevicePluginOptions", "ListAndWatch"]
 
 
 @dataclass
-class Windows:
-    unhealthy_plugin: DevicePluginHandle  # one device, dev-0, turned unhealthy under `user`
-    user: PodHandle
-    user_devices: list[str]
-    not_evicted: Watch
-    vacated_plugin: DevicePluginHandle  # one device, dev-0, turned unhealthy under a pod since deleted
-    still_unallocatable: Watch
-    ended_plugin: DevicePluginHandle  # its only ListAndWatch stream ended with an error
-    ended_counts: NodeResource
-    never_retried: Watch
+class Window:
+    """A plugin put in its scenario's state, and the watch that holds that state for upstream's minute."""
+
+    plugin: DevicePluginHandle
+    counts: NodeResource  # the plugin's resource on the node
+    holds: Watch
+
+
+@dataclass
+class PodWindow(Window):
+    """A Window whose state includes a running pod and the devices the kubelet allocated to it."""
+
+    pod: PodHandle
+    pod_devices: list[str]
 
 
 def _running_unchanged(pod: PodHandle) -> str | None:
@@ -57,79 +66,101 @@ def _running_unchanged(pod: PodHandle) -> str | None:
     return pods.summary(current) if restarted_or_replaced(current, pod.uid) else None
 
 
-@pytest.fixture(scope="module")
-def windows(cluster, kube, tmp_path_factory, module_pod_factory):
-    node = cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
-    handles: list[DevicePluginHandle] = []
-    started: list[Watch] = []
-    try:
-        unhealthy = start_plugin(node, tmp_path_factory, devices=("dev-0",))
-        vacated = start_plugin(node, tmp_path_factory, devices=("dev-0",))
-        ended = start_plugin(node, tmp_path_factory)
-        handles += [unhealthy, vacated, ended]
-        counts = NodeResource(kube, node.name, unhealthy.config.resource_name)
-        vacated_counts = NodeResource(kube, node.name, vacated.config.resource_name)
-        ended_counts = NodeResource(kube, node.name, ended.config.resource_name)
-        counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-        vacated_counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-        ended_counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+def _node(cluster):
+    return cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
 
-        user = module_pod_factory("user", ["sleep", "86400"], resources={unhealthy.config.resource_name: 1})
-        gone = module_pod_factory("gone", ["sleep", "86400"], resources={vacated.config.resource_name: 1})
+
+@contextmanager
+def _plugin(node, tmp_path_factory, **options) -> Iterator[DevicePluginHandle]:
+    """A fake plugin serving for the scenario's fixture, stopped with it."""
+    plugin = start_plugin(node, tmp_path_factory, **options)
+    try:
+        yield plugin
+    finally:
+        stop_plugins([plugin])
+
+
+@contextmanager
+def _window(probe, what: str) -> Iterator[Watch]:
+    """Upstream's minute of `probe` holding, in the background; cancelled with the scenario's fixture."""
+    started = watch(probe, what=what, duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW)
+    try:
+        yield started
+    finally:
+        started.cancel()
+
+
+@pytest.fixture(scope="module")
+def pod_on_unhealthy_device(cluster, kube, tmp_path_factory, module_pod_factory) -> Iterator[PodWindow]:
+    """A pod running on dev-0, the plugin's only device, which then turned unhealthy; watched not to be evicted."""
+    node = _node(cluster)
+    with _plugin(node, tmp_path_factory, devices=("dev-0",)) as plugin:
+        counts = NodeResource(kube, node.name, plugin.config.resource_name)
+        counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+        user = module_pod_factory("user", ["sleep", "86400"], resources={plugin.config.resource_name: 1})
         user.wait_running()
-        gone.wait_running()
-        [held] = allocations(unhealthy, 1)
-        allocations(vacated, 1)
-        unhealthy.set_health("dev-0", False)
-        vacated.set_health("dev-0", False)
-        assert ended.end_stream("fake stream failure") == 1, "the plugin had no open ListAndWatch stream to end"
+        [held] = allocations(plugin, 1)
+        plugin.set_health("dev-0", False)
         counts.wait_counts(1, 0)
-        vacated_counts.wait_counts(1, 0)
-        ended_counts.wait_counts(2, 0)
+        with _window(
+            lambda: _running_unchanged(user), what=f"{user} to keep running on its unhealthy device"
+        ) as not_evicted:
+            yield PodWindow(plugin, counts, not_evicted, user, held)
+
+
+@pytest.fixture(scope="module")
+def unhealthy_device_of_deleted_pod(cluster, kube, tmp_path_factory, module_pod_factory) -> Iterator[Window]:
+    """dev-0, the plugin's only device, turned unhealthy under a pod since deleted; watched to stay unallocatable."""
+    node = _node(cluster)
+    with _plugin(node, tmp_path_factory, devices=("dev-0",)) as plugin:
+        counts = NodeResource(kube, node.name, plugin.config.resource_name)
+        counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+        gone = module_pod_factory("gone", ["sleep", "86400"], resources={plugin.config.resource_name: 1})
+        gone.wait_running()
+        allocations(plugin, 1)
+        plugin.set_health("dev-0", False)
+        counts.wait_counts(1, 0)
         gone.force_delete()
         gone.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
 
-        def vacated_unallocatable() -> str | None:
-            seen = vacated_counts.counts()
+        def unallocatable() -> str | None:
+            seen = counts.counts()
             return None if seen == (1, 0) else f"capacity/allocatable {seen}"
 
+        with _window(
+            unallocatable, what=f"{counts}, its only device unhealthy and its pod gone, to stay at 1/0"
+        ) as still_unallocatable:
+            yield Window(plugin, counts, still_unallocatable)
+
+
+@pytest.fixture(scope="module")
+def ended_listandwatch_stream(cluster, kube, tmp_path_factory) -> Iterator[Window]:
+    """A plugin whose only ListAndWatch stream ended with an error; watched for the kubelet calling it again."""
+    node = _node(cluster)
+    with _plugin(node, tmp_path_factory) as plugin:
+        counts = NodeResource(kube, node.name, plugin.config.resource_name)
+        counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
+        assert plugin.end_stream("fake stream failure") == 1, "the plugin had no open ListAndWatch stream to end"
+        counts.wait_counts(2, 0)
+
         def stream_calls() -> str | None:
-            methods = [c.method for c in ended.calls()]
+            methods = [c.method for c in plugin.calls()]
             return None if methods == ONE_STREAM else f"the kubelet called {methods}"
 
-        started.append(
-            watch(
-                lambda: _running_unchanged(user),
-                what=f"{user} to keep running on its unhealthy device",
-                duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW,
-            )
-        )
-        started.append(
-            watch(
-                vacated_unallocatable,
-                what=f"{vacated_counts}, its only device unhealthy and its pod gone, to stay at 1/0",
-                duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW,
-            )
-        )
-        started.append(
-            watch(
-                stream_calls,
-                what=f"no call to {ended.config.resource_name} after its stream ended (no ListAndWatch retry)",
-                duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW,
-            )
-        )
-        yield Windows(unhealthy, user, held, started[0], vacated, started[1], ended, ended_counts, started[2])
-    finally:
-        for running in started:
-            running.cancel()
-        stop_plugins(handles)
+        with _window(
+            stream_calls,
+            what=f"no call to {plugin.config.resource_name} after its stream ended (no ListAndWatch retry)",
+        ) as never_retried:
+            yield Window(plugin, counts, never_retried)
 
 
 @pytest.fixture(autouse=True)
-def _windows_started(request, windows):
-    """Every test of the module starts the windows (the first one opens them) and reports their plugins."""
-    for plugin in (windows.unhealthy_plugin, windows.vacated_plugin, windows.ended_plugin):
-        attach_on_failure(request.node, f"fake device plugin {plugin.config.resource_name} call log", plugin.report)
+def _attach_own_call_logs(request):
+    """A failing test reports the call logs of its own scenarios' plugins."""
+    for name in SCENARIOS:
+        if name in request.fixturenames:
+            plugin = request.getfixturevalue(name).plugin
+            attach_on_failure(request.node, f"fake device plugin {plugin.config.resource_name} call log", plugin.report)
 
 
 @pytest.mark.scenario("DF2", "DF4")
@@ -161,31 +192,33 @@ def test_added_and_removed_devices_change_both_counts(node_resource, registered_
 
 
 @pytest.mark.scenario("DF6")
-def test_ended_stream_zeroes_allocatable_keeps_capacity_and_is_not_retried(windows):
+def test_ended_stream_zeroes_allocatable_keeps_capacity_and_is_not_retried(ended_listandwatch_stream):
     """The stream ending counts as a disconnect (devices unhealthy, capacity kept for the grace period);
     for upstream's minute the kubelet calls the plugin no more (no ListAndWatch retry: #125501)."""
-    windows.never_retried.holds()
-    seen = windows.ended_counts.counts()
-    assert seen == (2, 0), (
-        f"{windows.ended_counts}: capacity/allocatable {seen}, expected (2, 0) within the grace period"
-    )
+    ended = ended_listandwatch_stream
+    ended.holds.holds()
+    seen = ended.counts.counts()
+    assert seen == (2, 0), f"{ended.counts}: capacity/allocatable {seen}, expected (2, 0) within the grace period"
 
 
 @pytest.mark.scenario("DF3")
-def test_device_turning_unhealthy_under_a_running_pod_does_not_evict_it(node, pod_factory, windows):
+def test_device_turning_unhealthy_under_a_running_pod_does_not_evict_it(
+    node, pod_factory, pod_on_unhealthy_device, unhealthy_device_of_deleted_pod
+):
     """Upstream DF3: the pod keeps running on its unhealthy device for upstream's minute and keeps it; a
     device that turned unhealthy under a pod since deleted stays out of allocatable (capacity kept) for
     that minute, and a new pod asking for it is not admitted while it is unhealthy (the grace-period
     module holds the counts for the whole endpoint grace period and a minute more)."""
-    windows.not_evicted.holds()
-    resource = windows.unhealthy_plugin.config.resource_name
-    listed = sorted(windows.user.devices(resource))  # podresources lists a set
-    assert listed == sorted(windows.user_devices), (
-        f"podresources lists {listed}, the kubelet allocated {windows.user_devices}"
+    running = pod_on_unhealthy_device
+    running.holds.holds()
+    resource = running.plugin.config.resource_name
+    listed = sorted(running.pod.devices(resource))  # podresources lists a set
+    assert listed == sorted(running.pod_devices), (
+        f"podresources lists {listed}, the kubelet allocated {running.pod_devices}"
     )
 
-    windows.still_unallocatable.holds()
-    plugin = windows.vacated_plugin
+    unhealthy_device_of_deleted_pod.holds.holds()
+    plugin = unhealthy_device_of_deleted_pod.plugin
     late = pod_factory("late", ["sleep", "86400"], resources={plugin.config.resource_name: 1}, node_name=node.name)
     failed = late.wait_admission_failure()
     assert failed.status.reason == "UnexpectedAdmissionError", pods.summary(failed)
