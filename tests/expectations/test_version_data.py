@@ -562,7 +562,8 @@ MATRIX_TABLE = {
     "kubernetes#134789": ("kube-scheduler", "FTFFFFF"),  # 1.32.0 to 1.35.0, 1.34.2, 1.33.6 and 1.32.10 (1.32.9: T)
     "kubernetes#131968": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0, no cherry-pick
     "kubernetes#138446": ("kubelet", "TTTTTTT"),  # a completed init container re-admitted, from 1.28.0, unfixed
-    "finding:device-removed-during-allocate-panics": ("kubelet", "TTTTTTT"),  # from 1.28.0 (vouched), unfixed
+    # from 1.34.0-rc.0 (#133028 made allDevices hold pointers), unfixed; 1.31.4 passed in the matrix
+    "finding:device-removed-during-allocate-panics": ("kubelet", "FFFTTTT"),
     # an allocation in flight loses its devices when an ended pod's are freed: from 1.28.0 (vouched), fixed
     # 1.38.0-alpha.1 (#137534), no cherry-pick
     "kubernetes#137534": ("kubelet", "TTTTTTT"),
@@ -601,7 +602,6 @@ OLDER_AFFECTED = {
     "kubernetes#126707": "TTT",  # from 1.28.0 (#118635), no cherry-pick below 1.34
     "kubernetes#135485": "TTT",  # Get of an ended pod from 1.27.0 (gate off before 1.34: the test skips)
     "kubernetes#138446": "TTT",  # from 1.28.0 (#116376 and #118635), unfixed
-    "finding:device-removed-during-allocate-panics": "TTT",  # the same lines in module source v1.28.15
     "kubernetes#137534": "TTT",  # the same lines in module source v1.28.15, fixed 1.38.0-alpha.1 only
 }
 

@@ -388,13 +388,17 @@ COMPLETED_INIT_CONTAINER_READMITTED_ON_KUBELET_RESTART = KnownBug(
 # answer, allocateContainerResources reads `m.allDevices[resource][dev].Topology` for each allocated device
 # without checking it is still listed, so the kubelet panics (nil pointer dereference) and, the pod still pending,
 # panics again at every start until the pod is gone (pkg/kubelet/cm/devicemanager/manager.go; the same lines in
-# module source v1.28.15, v1.34.10, v1.37.1 and v1.38.0-beta.0). Seen upstream only in a node e2e failure
-# (kubernetes#95041, closed when the test was fixed); no report of the bug, no fix. First affected: 1.28.0 is the
-# earliest this entry vouches for (the lines came with the topology-aware allocation, long before).
+# module source v1.31.4 to v1.38.0-beta.0). Seen upstream only in a node e2e failure (kubernetes#95041, closed when
+# the test was fixed); no report of the bug, no fix. The lines are old, but they panic only since #133028 ("Convert
+# k8s.io/kubelet/pkg/apis/deviceplugin from gogo to protoc", release note in CHANGELOG-1.34 under v1.34.0-rc.0)
+# made DeviceInstances a map of *pluginapi.Device (pod_devices.go; v1.34.0 has it). Before, it held
+# pluginapi.Device values (module source v1.31.4, v1.32.9, v1.33.13): a device no longer listed read as a zero
+# Device without topology and was counted under nodeWithoutTopology, no panic (the matrix saw the check pass on
+# 1.31.4). First affected: 1.34.0-rc.0.
 DEVICE_REMOVED_DURING_ALLOCATE_PANICS = KnownBug(
     issue="finding:device-removed-during-allocate-panics",
     title="the kubelet panics when a device leaves the plugin's list while its Allocate is in flight",
-    first_affected="1.28.0",
+    first_affected="1.34.0-rc.0",
     shown_by=(
         "suites/device_plugin/test_device_removed_during_allocate.py::"
         "test_device_removed_while_its_allocate_is_in_flight_does_not_crash_the_kubelet"
