@@ -2,11 +2,13 @@
 
 Evicted pods are held by a finalizer (keep=True) so their DisruptionTarget condition stays readable.
 
-The "not evicted" verdicts hold for timeouts.TAINT_NO_EVICTION_WINDOW. Their scenarios start together in
-the module fixture `quiet`, before the module's first test, so those windows run while the other tests
-of the module go on; the tests at the end of the module collect their verdicts.
+The "not evicted" verdicts hold for timeouts.TAINT_NO_EVICTION_WINDOW. Each of their scenarios is a module
+fixture of its own; the `overlapping` marker starts them together before the module's first test, so those
+windows run while the other tests of the module go on, and the tests at the end of the module collect their
+verdicts.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -35,7 +37,13 @@ from device_conformance.framework import (
     wait_dra,
 )
 
-pytestmark = [pytest.mark.taints, SINCE_DEVICE_TAINTS]
+pytestmark = [
+    pytest.mark.taints,
+    SINCE_DEVICE_TAINTS,
+    pytest.mark.overlapping(
+        "noschedule_taint_on_a_running_pod", "noexecute_rule_on_one_of_two_pods", "effect_none_rule"
+    ),
+]
 
 KEY = "example.com/broken"
 TOLERATION_SECONDS = 8
@@ -118,75 +126,102 @@ def test_removing_the_taint_first_cancels_the_eviction(dra_driver, dra_objects, 
 
 
 @dataclass
-class Quiet:
-    """The scenarios whose pods must stay, each with its window already running."""
+class RuleEviction:
+    """A NoExecute DeviceTaintRule on the device of one of two running pods, the other pod's window running."""
 
-    noschedule: Watch  # a NoSchedule taint put on the running pod's device
-    tainted: ClaimPodHandle  # evicted by a NoExecute DeviceTaintRule on its device...
+    tainted: ClaimPodHandle  # evicted by the rule...
     bystander: Watch  # ...while the pod on the other device stays
-    rule: str  # that rule
-    effect_none: Watch | None  # a pod on a device selected by an effect-None rule (from 1.35)
-    none_rule: str | None
+    rule: str
     objects: DraObjects
 
 
-@pytest.fixture(scope="module", autouse=True)
-def quiet(request, cluster):
-    """Starts every "not evicted" scenario of the module before its first test (see the module doc)."""
+@dataclass
+class EffectNoneRule:
+    """An effect-None DeviceTaintRule selecting a running pod's device, the pod's window running."""
+
+    untouched: Watch
+    rule: str
+    objects: DraObjects
+
+
+# A test's module fixtures set up before its `since` marker skips it: below the release they start nothing.
+
+
+@pytest.fixture(scope="module")
+def noschedule_taint_on_a_running_pod(request, cluster) -> Iterator[Watch | None]:
+    """A NoSchedule taint put on the running pod's device; the window in which the pod must stay."""
+    if not has_device_taints(cluster.k8s_version):
+        yield None  # the module's since marker skips every test
+        return
+    shared = request.getfixturevalue("shared_dra")
+    driver = shared.driver(devices=("dev-0",))
+    pod, device = running_claim_pod(shared.objects, "taint", driver)
+    driver.set_taints(device, [dra.device_taint(KEY, "NoSchedule")])
+    window = not_evicted(pod, "not to be evicted for a NoSchedule taint on its device")
+    yield window
+    window.cancel()
+
+
+@pytest.fixture(scope="module")
+def noexecute_rule_on_one_of_two_pods(request, cluster) -> Iterator[RuleEviction | None]:
+    """Two running pods, a NoExecute DeviceTaintRule on the first one's device; the other one's window."""
     if not has_device_taints(cluster.k8s_version):
         yield None  # the module's since marker skips every test
         return
     shared = request.getfixturevalue("shared_dra")
     objects = shared.objects
-
-    driver = shared.driver(devices=("dev-0",))
-    pod, device = running_claim_pod(objects, "taint", driver)
-    driver.set_taints(device, [dra.device_taint(KEY, "NoSchedule")])
-    noschedule = not_evicted(pod, "not to be evicted for a NoSchedule taint on its device")
-
     driver = shared.driver(devices=("dev-0", "dev-1"))
     tainted, device = running_claim_pod(objects, "taint", driver)
     bystander, _ = running_claim_pod(objects, "taint", driver)
     rule = objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name, device=device)
-    watches = [noschedule, not_evicted(bystander, "not to be evicted by a rule that selects another device")]
-
-    effect_none = none_rule = None
-    if has_none_taint_effect(cluster.k8s_version):
-        driver = shared.driver(devices=("dev-0", "dev-1"))
-        pod, _ = running_claim_pod(objects, "taint", driver)
-        none_rule = objects.taint_rule(dra.device_taint(KEY, "None"), driver=driver.config.driver_name)
-        effect_none = not_evicted(pod, "not to be evicted for effect None")
-        watches.append(effect_none)
-    yield Quiet(noschedule, tainted, watches[1], rule, effect_none, none_rule, objects)
-    for window in watches:
-        window.cancel()
+    window = not_evicted(bystander, "not to be evicted by a rule that selects another device")
+    yield RuleEviction(tainted, window, rule, objects)
+    window.cancel()
 
 
-# The tests below collect the verdicts of the module fixture's windows; they stay at the end of the module so
-# the windows overlap with the tests above.
+@pytest.fixture(scope="module")
+def effect_none_rule(request, cluster) -> Iterator[EffectNoneRule | None]:
+    """A running pod, an effect-None DeviceTaintRule on its driver's devices; the pod's window (from 1.35)."""
+    if not has_none_taint_effect(cluster.k8s_version):
+        yield None  # SINCE_RULE_STATUS skips its test
+        return
+    shared = request.getfixturevalue("shared_dra")
+    objects = shared.objects
+    driver = shared.driver(devices=("dev-0", "dev-1"))
+    pod, _ = running_claim_pod(objects, "taint", driver)
+    rule = objects.taint_rule(dra.device_taint(KEY, "None"), driver=driver.config.driver_name)
+    window = not_evicted(pod, "not to be evicted for effect None")
+    yield EffectNoneRule(window, rule, objects)
+    window.cancel()
+
+
+# The tests below collect the verdicts of the scenario fixtures' windows. The `overlapping` marker starts the
+# windows before the module's first test; these tests stay after the module's other tests so that the windows
+# run while those go on (a collecting test blocks for what is left of its window).
 
 
 @pytest.mark.scenario("DT-U1")
-def test_noschedule_taint_does_not_evict_a_running_pod(quiet):
-    quiet.noschedule.holds()
+def test_noschedule_taint_does_not_evict_a_running_pod(noschedule_taint_on_a_running_pod):
+    noschedule_taint_on_a_running_pod.holds()
 
 
 @pytest.mark.scenario("DRA-E21", "DT-U1")
-def test_noexecute_device_taint_rule_evicts_the_pod(quiet, event_per_eviction):
+def test_noexecute_device_taint_rule_evicts_the_pod(noexecute_rule_on_one_of_two_pods, event_per_eviction):
     """Two running pods, a NoExecute DeviceTaintRule on the first one's device: it is evicted, the other
     not, over the whole window."""
-    assert_evicted(quiet.tainted, event=event_per_eviction)
-    quiet.bystander.holds()
+    assert_evicted(noexecute_rule_on_one_of_two_pods.tainted, event=event_per_eviction)
+    noexecute_rule_on_one_of_two_pods.bystander.holds()
 
 
 @SINCE_RULE_STATUS
 @pytest.mark.scenario("DT-U5")
-def test_device_taint_rule_status_completes_after_the_eviction(quiet):
-    assert_evicted(quiet.tainted, event=True)
+def test_device_taint_rule_status_completes_after_the_eviction(noexecute_rule_on_one_of_two_pods):
+    scenario = noexecute_rule_on_one_of_two_pods
+    assert_evicted(scenario.tainted, event=True)
     wait_dra.for_rule(
-        quiet.objects.kube,
-        quiet.objects,
-        quiet.rule,
+        scenario.objects.kube,
+        scenario.objects,
+        scenario.rule,
         lambda obj: eviction_in_progress(obj).get("reason") == "Completed",
         "to report EvictionInProgress reason Completed",
         timeout=timeouts.TAINT_RULE_STATUS,
@@ -195,11 +230,11 @@ def test_device_taint_rule_status_completes_after_the_eviction(quiet):
 
 @SINCE_RULE_STATUS
 @pytest.mark.scenario("DT-U1")
-def test_effect_none_only_reports_in_the_rule_status(quiet):
+def test_effect_none_only_reports_in_the_rule_status(effect_none_rule):
     obj = wait_dra.for_rule(
-        quiet.objects.kube,
-        quiet.objects,
-        quiet.none_rule,
+        effect_none_rule.objects.kube,
+        effect_none_rule.objects,
+        effect_none_rule.rule,
         lambda obj: eviction_in_progress(obj).get("reason") == "NoEffect",
         "to report NoEffect",
         timeout=timeouts.TAINT_RULE_STATUS,
@@ -209,4 +244,4 @@ def test_effect_none_only_reports_in_the_rule_status(quiet):
     assert cond["message"].startswith(
         "2 published devices selected. 1 allocated device selected. 1 pod would be evicted in 1 namespace "
     ), cond["message"]
-    quiet.effect_none.holds()
+    effect_none_rule.untouched.holds()
