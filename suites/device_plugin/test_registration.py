@@ -2,14 +2,17 @@
 
 A rejected plugin must stay rejected: its resource never appears on the node and the kubelet never calls
 it again, for upstream's minute (DEVICE_PLUGIN_UPDATE_WINDOW, device_plugin_failures_test.go). The three
-rejected plugins (wrong API version, invalid resource name, failing GetDevicePluginOptions) start in the
-module fixture `rejected`, whose background watches hold that minute while the module's other tests run;
-each rejection test checks the kubelet's answer at once and collects its watch.
+rejected plugins (wrong API version, invalid resource name, failing GetDevicePluginOptions) each have
+their own module fixture with a background watch for that minute; the `overlapping` marker starts them
+together before the module's first test, so the minute runs while the module's other tests do. Each
+rejection test checks the kubelet's answer at once and collects its watch.
 """
 
 import os
 import signal
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
@@ -28,7 +31,15 @@ from device_conformance.framework import (
     watch,
 )
 
-pytestmark = pytest.mark.deviceplugin
+# The rejected plugins whose one-minute windows overlap, in the order they start.
+pytestmark = [
+    pytest.mark.deviceplugin,
+    pytest.mark.overlapping(
+        "plugin_with_unsupported_api_version",
+        "plugin_with_invalid_resource_name",
+        "plugin_failing_get_device_plugin_options",
+    ),
+]
 
 STEADY_FOR = 5  # seconds the counts must hold after a change that must not change them
 WRONG_VERSION = "v1alpha9"
@@ -64,43 +75,63 @@ def _rejected_watch(kube, node_name: str, plugin: DevicePluginHandle, resource: 
     return watch(broken, what=what, duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW)
 
 
-@pytest.fixture(scope="module")
-def rejected(cluster, kube, tmp_path_factory):
-    """Three plugins the kubelet rejects, started at once, each with its one-minute watch."""
-    node = cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
-    handles: list[DevicePluginHandle] = []
-    watches: list[Watch] = []
+def _node(cluster):
+    return cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
+
+
+@contextmanager
+def _plugin(node, tmp_path_factory, **options) -> Iterator[DevicePluginHandle]:
+    """A fake plugin serving for the scenario's fixture, stopped with it."""
+    plugin = start_plugin(node, tmp_path_factory, **options)
     try:
-        version = start_plugin(node, tmp_path_factory, api_version=WRONG_VERSION)
-        handles.append(version)
-        name = f"dc-{uuid.uuid4().hex[:8]}-nodomain"
-        invalid = start_plugin(node, tmp_path_factory, resource=name)
-        handles.append(invalid)
-        options = start_plugin(node, tmp_path_factory, hold_registration=True)
-        handles.append(options)
-        options.fail("GetDevicePluginOptions", "INTERNAL", "fake options failure")
-        options.hold_registration(False)
-        found = {}
-        for key, plugin, calls in (
-            ("version", version, []),
-            ("invalid", invalid, []),
-            ("options", options, [("GetDevicePluginOptions", "INTERNAL")]),
-        ):
-            plugin.wait_for_registration(ok=False)
-            watches.append(_rejected_watch(kube, node.name, plugin, plugin.config.resource_name, calls))
-            found[key] = Rejected(plugin, watches[-1])
-        yield found
+        yield plugin
     finally:
-        for started in watches:
-            started.cancel()
-        stop_plugins(handles)
+        stop_plugins([plugin])
 
 
-@pytest.fixture(autouse=True)
-def _rejected_started(request):
-    """Open the rejection windows with the module's first test, so they run while the others do."""
-    if request.node.get_closest_marker("disruptive") is None:
-        request.getfixturevalue("rejected")
+@contextmanager
+def _refused(kube, node_name: str, plugin: DevicePluginHandle, calls: list) -> Iterator[Rejected]:
+    """The plugin once the kubelet refused its Register, watched for the minute (_rejected_watch)."""
+    plugin.wait_for_registration(ok=False)
+    started = _rejected_watch(kube, node_name, plugin, plugin.config.resource_name, calls)
+    try:
+        yield Rejected(plugin, started)
+    finally:
+        started.cancel()
+
+
+@pytest.fixture(scope="module")
+def plugin_with_unsupported_api_version(cluster, kube, tmp_path_factory) -> Iterator[Rejected]:
+    """A plugin registering with API version v1alpha9, refused by the kubelet and watched for the minute."""
+    node = _node(cluster)
+    with (
+        _plugin(node, tmp_path_factory, api_version=WRONG_VERSION) as plugin,
+        _refused(kube, node.name, plugin, []) as rejected,
+    ):
+        yield rejected
+
+
+@pytest.fixture(scope="module")
+def plugin_with_invalid_resource_name(cluster, kube, tmp_path_factory) -> Iterator[Rejected]:
+    """A plugin registering a resource name without a domain, refused by the kubelet and watched for the minute."""
+    node = _node(cluster)
+    name = f"dc-{uuid.uuid4().hex[:8]}-nodomain"
+    with (
+        _plugin(node, tmp_path_factory, resource=name) as plugin,
+        _refused(kube, node.name, plugin, []) as rejected,
+    ):
+        yield rejected
+
+
+@pytest.fixture(scope="module")
+def plugin_failing_get_device_plugin_options(cluster, kube, tmp_path_factory) -> Iterator[Rejected]:
+    """A plugin whose GetDevicePluginOptions fails inside Register, refused and watched for the minute."""
+    node = _node(cluster)
+    with _plugin(node, tmp_path_factory, hold_registration=True) as plugin:
+        plugin.fail("GetDevicePluginOptions", "INTERNAL", "fake options failure")
+        plugin.hold_registration(False)
+        with _refused(kube, node.name, plugin, [("GetDevicePluginOptions", "INTERNAL")]) as rejected:
+            yield rejected
 
 
 def test_registered_plugin_devices_become_capacity_and_allocatable(node_resource, device_plugin):
@@ -221,28 +252,28 @@ def test_second_instance_removed_while_the_first_is_alive_changes_nothing(
     )
 
 
-def test_wrong_api_version_is_rejected_with_the_kubelets_reason(rejected):
+def test_wrong_api_version_is_rejected_with_the_kubelets_reason(plugin_with_unsupported_api_version):
     """Register with an unsupported version fails with the kubelet's text; for a minute the resource
     never appears and the kubelet never dials the plugin."""
-    reg = rejected["version"].plugin.registrations()[0]
+    reg = plugin_with_unsupported_api_version.plugin.registrations()[0]
     assert (reg.error_code, reg.error) == ("UNKNOWN", UNSUPPORTED_VERSION), (reg.error_code, reg.error)
-    rejected["version"].stays_rejected.holds()
+    plugin_with_unsupported_api_version.stays_rejected.holds()
 
 
-def test_invalid_resource_name_is_rejected(rejected):
+def test_invalid_resource_name_is_rejected(plugin_with_invalid_resource_name):
     """A resource name that is not an extended resource name (no domain) is refused at Register with the
     kubelet's text; for a minute the resource never appears and the kubelet never dials the plugin."""
-    plugin = rejected["invalid"].plugin
+    plugin = plugin_with_invalid_resource_name.plugin
     reg = plugin.registrations()[0]
     assert reg.error == INVALID_NAME.format(plugin.config.resource_name), reg.error
-    rejected["invalid"].stays_rejected.holds()
+    plugin_with_invalid_resource_name.stays_rejected.holds()
 
 
 @pytest.mark.scenario("DF1")
-def test_failing_get_device_plugin_options_fails_the_registration(rejected):
+def test_failing_get_device_plugin_options_fails_the_registration(plugin_failing_get_device_plugin_options):
     """The kubelet dials the plugin back and calls GetDevicePluginOptions inside Register; when that
     fails, Register fails with the plugin's error text; for a minute: no ListAndWatch, no other call, the
     resource never appears."""
-    reg = rejected["options"].plugin.registrations()[0]
+    reg = plugin_failing_get_device_plugin_options.plugin.registrations()[0]
     assert reg.error == OPTIONS_FAILED, reg.error
-    rejected["options"].stays_rejected.holds()
+    plugin_failing_get_device_plugin_options.stays_rejected.holds()
