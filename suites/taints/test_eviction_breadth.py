@@ -4,8 +4,9 @@ a taint put back after a cancelled eviction, a rule's status through an eviction
 goes from None to NoExecute, and what one eviction costs in API requests and controller metrics
 (pkg/controller/devicetainteviction/device_taint_eviction.go, module source v1.37.1).
 
-The one "never evicted" window (timeouts.TAINT_NO_EVICTION_WINDOW) starts in a module fixture before the
-first test and is collected by the last one, so it runs while the other tests go on.
+The one "never evicted" window (timeouts.TAINT_NO_EVICTION_WINDOW) is the module fixture
+`taint_tolerated_without_seconds`; the `overlapping` marker starts it before the module's first test, and
+the last test collects it, so it runs while the other tests go on.
 """
 
 from datetime import UTC, datetime, timedelta
@@ -40,17 +41,16 @@ from device_conformance.framework import (
     watch,
 )
 
-pytestmark = [pytest.mark.taints, SINCE_DEVICE_TAINTS]
+pytestmark = [pytest.mark.taints, SINCE_DEVICE_TAINTS, pytest.mark.overlapping("taint_tolerated_without_seconds")]
 
 KEY, OTHER_KEY = "example.com/broken", "example.com/overheated"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def tolerated_forever(request, cluster):
-    """A pod tolerating its device's NoExecute taint without tolerationSeconds, its window running from
-    before the module's first test."""
+@pytest.fixture(scope="module")
+def taint_tolerated_without_seconds(request, cluster):
+    """A pod tolerating its device's NoExecute taint without tolerationSeconds; the window it must stay in."""
     if not has_device_taints(cluster.k8s_version):
-        yield None  # the module's since marker skips every test
+        yield None  # set up before the test's since marker skips it: nothing to start below the release
         return
     shared_dra = request.getfixturevalue("shared_dra")
     driver = shared_dra.driver(devices=("dev-0",))
@@ -260,7 +260,8 @@ def test_each_eviction_is_one_get_patch_and_delete_and_one_deletion_in_the_metri
 
 @pytest.mark.known_bug(NOEXECUTE_TOLERATION_IGNORED)
 @pytest.mark.scenario("DT-U3")
-def test_toleration_without_seconds_is_never_evicted(tolerated_forever, shows_known_bug):
-    """Collected last: the window has run since the module's first test."""
+def test_toleration_without_seconds_is_never_evicted(taint_tolerated_without_seconds, shows_known_bug):
+    """Collected last, so the window runs while the module's other tests go on (it has run since before the
+    module's first test, and holds() blocks for what is left of it)."""
     with shows_known_bug(NOEXECUTE_TOLERATION_IGNORED):  # before the fix: evicted at once
-        tolerated_forever.holds()
+        taint_tolerated_without_seconds.holds()
