@@ -2,8 +2,8 @@
 
 "Keeps its devices" means: podresources lists exactly the IDs the kubelet gave the plugin's one Allocate
 call for the container (`allocations`), never merely the same list as before (which may be empty).
-The Succeeded-pod scenario holds for upstream's minute in the background (module fixture `succeeded`),
-while the module's other tests run."""
+The Succeeded-pod scenario (DP6) holds for upstream's minute in the background: the `overlapping` marker starts
+its module fixture before the module's first test, and the minute runs while the module's other tests do."""
 
 import time
 from dataclasses import dataclass
@@ -36,7 +36,10 @@ from device_conformance.framework import (
     watch,
 )
 
-pytestmark = pytest.mark.deviceplugin
+pytestmark = [
+    pytest.mark.deviceplugin,
+    pytest.mark.overlapping("succeeded_pod_across_restart_without_its_plugin"),
+]
 
 
 def _restart_and_reregister(node, plugin, counts):
@@ -47,17 +50,19 @@ def _restart_and_reregister(node, plugin, counts):
 
 
 @dataclass
-class Succeeded:
+class SucceededPodAcrossRestart:
+    """DP6's state: the Succeeded pod, its plugin (stopped), and the window in which the pod must stay Succeeded."""
+
     plugin: DevicePluginHandle
     pod: PodHandle
     stays_succeeded: Watch
 
 
 @pytest.fixture(scope="module")
-def succeeded(cluster, kube, tmp_path_factory, module_pod_factory):
-    """Upstream DP6's state, made once at the start of the module: a Succeeded pod kept by a finalizer,
-    its plugin gone, the kubelet restarted; then a background watch that it stays Succeeded for
-    SUCCEEDED_POD_NOT_READMITTED_WINDOW while the module's other tests (more restarts) run."""
+def succeeded_pod_across_restart_without_its_plugin(cluster, kube, tmp_path_factory, module_pod_factory):
+    """Upstream DP6: a Succeeded pod kept by a finalizer, its plugin gone, the kubelet restarted; then a
+    background watch that it stays Succeeded for SUCCEEDED_POD_NOT_READMITTED_WINDOW while the module's other
+    tests (more restarts) run."""
     node = cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
     plugin = start_plugin(node, tmp_path_factory)
     stays_succeeded = None
@@ -89,21 +94,11 @@ def succeeded(cluster, kube, tmp_path_factory, module_pod_factory):
             what=f"{pod} to stay Succeeded after the kubelet restart",
             duration=timeouts.SUCCEEDED_POD_NOT_READMITTED_WINDOW,
         )
-        yield Succeeded(plugin, pod, stays_succeeded)
+        yield SucceededPodAcrossRestart(plugin, pod, stays_succeeded)
     finally:
         if stays_succeeded is not None:
             stays_succeeded.cancel()
         stop_plugins([plugin])
-
-
-@pytest.fixture(autouse=True)
-def _succeeded_started(request):
-    """The module's first disruptive test opens the Succeeded-pod window (its DP6 test, last in the module,
-    collects it); the tests that run while it is open report its plugin when they fail."""
-    if request.node.get_closest_marker("disruptive") is None:
-        return
-    succeeded = request.getfixturevalue("succeeded")
-    attach_on_failure(request.node, "fake device plugin of the Succeeded pod, call log", succeeded.plugin.report)
 
 
 @pytest.mark.disruptive
@@ -462,10 +457,14 @@ def test_assignments_survive_kubelet_restart_then_plugin_restart(node, pod_facto
 @pytest.mark.disruptive
 @pytest.mark.scenario("DP6")
 @pytest.mark.known_bug(SUCCEEDED_POD_READMITTED)
-def test_succeeded_pod_is_not_readmitted_after_restart_without_its_plugin(succeeded, shows_known_bug):
+def test_succeeded_pod_is_not_readmitted_after_restart_without_its_plugin(
+    request, succeeded_pod_across_restart_without_its_plugin, shows_known_bug
+):
     """A Succeeded pod kept by a finalizer stays Succeeded for upstream's minute after a kubelet restart
     while its plugin is gone; it must not be re-admitted and failed (upstream DP6, #126341). The state is
-    made and the minute started by the module fixture `succeeded`."""
+    made and the minute started by its module fixture, before the module's first test."""
+    scenario = succeeded_pod_across_restart_without_its_plugin
+    attach_on_failure(request.node, "fake device plugin of the Succeeded pod, call log", scenario.plugin.report)
     with shows_known_bug(SUCCEEDED_POD_READMITTED):  # before the fix: Failed, UnexpectedAdmissionError
-        succeeded.stays_succeeded.holds()
-    allocations(succeeded.plugin, 1)  # the kubelet asked the plugin for the pod's device once, before it ran
+        scenario.stays_succeeded.holds()
+    allocations(scenario.plugin, 1)  # the kubelet asked the plugin for the pod's device once, before it ran
