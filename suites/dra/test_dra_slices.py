@@ -4,13 +4,16 @@ v1.37.1: NewDRAPluginManager wipes every driver's slices of the node at startup,
 `wipingDelay` after a driver stops being usable, defaultWipingDelay 30 s in pkg/kubelet/cm/dra/manager.go).
 Also the control plane's limits on claims the kubelet then serves: generated names, quota.
 
-The two wiping-delay tests share one module fixture that starts both drivers at once, so their 30 s waits
-overlap; the kubelet-restart test runs after them (a restart wipes every slice of the node at once).
+The two wiping-delay scenarios each have a module fixture, and the `overlapping` marker starts both before the
+module's first test, so their 30 s waits overlap. The kubelet-restart test stays after their tests: a restart
+wipes every slice of the node at once, theirs too, before the delay they measure.
 """
 
 import os
 import re
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
 from device_conformance.fixtures.dra_drivers import unique_driver
@@ -21,6 +24,7 @@ from device_conformance.framework import (
     SINCE_SLICE_WIPE_ON_DISCONNECT,
     SINCE_SLICE_WIPING_DELAY,
     ClaimPodHandle,
+    DraDriverHandle,
     Pending,
     claim_record,
     dra,
@@ -31,34 +35,43 @@ from device_conformance.framework import (
     wait_dra,
 )
 
-pytestmark = [pytest.mark.dra, SINCE_DRA]
+pytestmark = [pytest.mark.dra, SINCE_DRA, pytest.mark.overlapping("unregistered_driver", "unresponsive_driver")]
 
 
 def slice_names(kube, api, node_name, driver_name):
     return [s["metadata"]["name"] for s in dra.list_slices(kube, api, node=node_name, driver=driver_name)]
 
 
-class GoneDrivers:
-    """Two drivers made unusable at the same moment: one unregistered (registration socket removed), one
-    registered whose DRA service never answers."""
+@dataclass
+class UnusableDriver:
+    """A driver the kubelet can no longer use, and since when (time.monotonic())."""
 
-    def __init__(self, shared):
-        self.unregistered = shared.driver(devices=("dev-0",))
-        self.unresponsive = shared.driver(devices=("dev-0",), serve_dra_on_start=False)
-        self.unresponsive.wait_for_registration(timeout=timeouts.DRA_REGISTRATION)
-        self.unresponsive_since = time.monotonic()
-        self.unregistered.stop_registrar()
-        self.unregistered_since = time.monotonic()
+    driver: DraDriverHandle
+    since: float
+
+
+def _reachable_again(driver: DraDriverHandle) -> None:
+    """The driver's slices come back for the teardown's drain: the kubelet must reach it again."""
+    driver.start_dra_service()
+    driver.start_registrar()
 
 
 @pytest.fixture(scope="module")
-def gone_drivers(shared_dra):
-    gone = GoneDrivers(shared_dra)
-    yield gone
-    # The drivers' slices come back for the teardown's drain: the kubelet must reach them again.
-    for driver in (gone.unregistered, gone.unresponsive):
-        driver.start_dra_service()
-        driver.start_registrar()
+def unregistered_driver(shared_dra) -> Iterator[UnusableDriver]:
+    """A registered driver whose registration socket is then removed."""
+    driver = shared_dra.driver(devices=("dev-0",))
+    driver.stop_registrar()
+    yield UnusableDriver(driver, time.monotonic())
+    _reachable_again(driver)
+
+
+@pytest.fixture(scope="module")
+def unresponsive_driver(shared_dra) -> Iterator[UnusableDriver]:
+    """A driver that registers but whose DRA service never answers."""
+    driver = shared_dra.driver(devices=("dev-0",), serve_dra_on_start=False)
+    driver.wait_for_registration(timeout=timeouts.DRA_REGISTRATION)
+    yield UnusableDriver(driver, time.monotonic())
+    _reachable_again(driver)
 
 
 def assert_wiped_after_the_delay(kube, node, driver, since):
@@ -73,20 +86,21 @@ def assert_wiped_after_the_delay(kube, node, driver, since):
 
 @SINCE_SLICE_WIPING_DELAY
 @pytest.mark.scenario("DRA-S2")
-def test_slices_are_wiped_after_the_driver_unregisters(kube, node, gone_drivers):
-    driver = gone_drivers.unregistered
+def test_slices_are_wiped_after_the_driver_unregisters(kube, node, unregistered_driver):
+    driver = unregistered_driver.driver
     assert not os.path.exists(driver.config.registration_socket), "its registration socket is gone"
-    assert_wiped_after_the_delay(kube, node, driver, gone_drivers.unregistered_since)
+    assert_wiped_after_the_delay(kube, node, driver, unregistered_driver.since)
 
 
 @SINCE_SLICE_WIPE_ON_DISCONNECT
 @pytest.mark.scenario("DRA-S4")
-def test_slices_are_wiped_when_the_registered_driver_is_unresponsive(kube, node, gone_drivers):
-    driver = gone_drivers.unresponsive
+def test_slices_are_wiped_when_the_registered_driver_is_unresponsive(kube, node, unresponsive_driver):
+    driver = unresponsive_driver.driver
     assert driver.calls("NodePrepareResources") == [], "its DRA service never served"
-    assert_wiped_after_the_delay(kube, node, driver, gone_drivers.unresponsive_since)
+    assert_wiped_after_the_delay(kube, node, driver, unresponsive_driver.since)
 
 
+# After the wiping-delay tests (module doc): its restart would wipe their drivers' slices before the delay.
 @pytest.mark.scenario("DRA-S1")
 def test_kubelet_start_wipes_the_nodes_slices_and_keeps_other_nodes(kube, node, resource_api, kubelet_restored):
     driver = unique_driver()
