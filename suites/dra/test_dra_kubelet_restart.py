@@ -1,11 +1,13 @@
 """Kubelet restarts with claims in flight: what the dra_manager_state checkpoint must carry across.
 
 The two "no NodePrepareResources after the restart" verdicts hold for timeouts.DRA_NO_PREPARE_WINDOW
-(upstream's retryTestTimeout). Their scenarios share one kubelet restart in the module fixture `restarted`,
-before the module's first test, so the windows run while the module's other tests go on; the tests at the
-end of the module collect the verdicts.
+(upstream's retryTestTimeout). Each scenario's window is a module fixture, and the `overlapping` marker starts
+both before the module's first test, so the windows run while the module's other tests go on. Both are built
+on one kubelet restart (`kubelet_restart_with_claims_in_flight`): each scenario needs its claim in flight
+before the restart and its window after it, and a restart apiece would cost the module a second one.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
@@ -20,13 +22,17 @@ from device_conformance.framework import (
     Watch,
     claim_record,
     prepare_held_across,
-    supports_dra,
     timeouts,
     wait,
     watch,
 )
 
-pytestmark = [pytest.mark.dra, pytest.mark.disruptive, SINCE_DRA]
+pytestmark = [
+    pytest.mark.dra,
+    pytest.mark.disruptive,
+    SINCE_DRA,
+    pytest.mark.overlapping("running_claim_not_prepared_again", "deleted_pods_claim_not_prepared"),
+]
 
 
 def running_pod_and_claim(driver, dra_objects):
@@ -47,72 +53,88 @@ def calls_stay(driver: DraDriverHandle, expected: dict[str, list[tuple[list[str]
 
 
 @dataclass
-class Restarted:
-    """What the module fixture's kubelet restart left, with the windows that guard it already running."""
+class RunningClaim:
+    """A pod running with a claim from a template, prepared before the module's kubelet restart."""
 
-    running: DraDriverHandle  # its claim was prepared before the restart, its pod kept running
-    running_pod: ClaimPodHandle
-    running_before: client.V1Pod
-    running_uid: str
-    no_second_prepare: Watch
-    deleted: DraDriverHandle  # its pod was deleted while NodePrepareResources was held and the kubelet down
-    deleted_uid: str
-    no_prepare_for_deleted: Watch
+    driver: DraDriverHandle
+    pod: ClaimPodHandle
+    before: client.V1Pod  # the pod as it ran before the restart
+    uid: str
 
 
-@pytest.fixture(scope="module", autouse=True)
-def restarted(request, cluster, kube):
-    """One kubelet restart for both scenarios of the module doc; the windows start once the kubelet is back."""
-    if not supports_dra(cluster.k8s_version):
-        yield None  # the module's since marker skips every test
-        return
-    shared = request.getfixturevalue("shared_dra")
-    node, objects = shared.node, shared.objects
+@pytest.fixture(scope="module")
+def running_claim(shared_dra) -> RunningClaim:
+    """A pod running with its claim prepared, before the module's kubelet restart."""
+    driver = shared_dra.driver(devices=("dev-0",))
+    return RunningClaim(driver, *running_pod_and_claim(driver, shared_dra.objects))
 
-    running = shared.driver(devices=("dev-0",))
-    running_pod, running_before, running_uid = running_pod_and_claim(running, objects)
 
-    deleted = shared.driver(devices=("dev-0",))
-    deleted.block_prepare()
-    gone = objects.claim_pod("gone", deleted)
+@dataclass
+class HeldClaim:
+    """A pod whose claim's NodePrepareResources the driver holds: checkpointed by the kubelet, not prepared."""
+
+    driver: DraDriverHandle
+    pod: ClaimPodHandle
+    uid: str
+
+    def delete_pod_and_release_prepare(self) -> None:
+        """While the kubelet is down: the pod goes, and the held call ends (its client is gone)."""
+        self.pod.force_delete()
+        self.pod.wait_gone()
+        self.driver.unblock()
+        self.driver.wait_for_call(PREPARE, done=True)  # the log has the call once it returned
+
+
+@pytest.fixture(scope="module")
+def claim_held_in_prepare(shared_dra) -> HeldClaim:
+    """A pod whose claim's NodePrepareResources is held, before the module's kubelet restart."""
+    driver = shared_dra.driver(devices=("dev-0",))
+    driver.block_prepare()
+    pod = shared_dra.objects.claim_pod("gone", driver)
     # The first prepare of a new pod may be refused (node authorizer lag) and retried at the resync.
-    deleted.wait_for_blocked(PREPARE, timeout=timeouts.CLAIM_POD_START)
-    deleted_uid = gone.claim_uid()  # the kubelet checkpointed the claim before it called the driver
+    driver.wait_for_blocked(PREPARE, timeout=timeouts.CLAIM_POD_START)
+    return HeldClaim(driver, pod, pod.claim_uid())  # the kubelet checkpointed the claim before it called the driver
+
+
+@pytest.fixture(scope="module")
+def kubelet_restart_with_claims_in_flight(shared_dra, kube, running_claim, claim_held_in_prepare) -> None:
+    """The one kubelet restart both scenarios judge; the held claim's pod is deleted while the kubelet is down."""
+    node = shared_dra.node
     try:
         with node.kubelet.stopped():
-            gone.force_delete()
-            gone.wait_gone()
-            deleted.unblock()  # the held call ends (its client is gone); the log has it once it returned
-            deleted.wait_for_call(PREPARE, done=True)
+            claim_held_in_prepare.delete_pod_and_release_prepare()
     finally:
         if not node.kubelet.healthy():
             node.kubelet.start()
-    for driver in (running, deleted):
+    for driver in (running_claim.driver, claim_held_in_prepare.driver):
         driver.wait_for_registration(count=2, timeout=timeouts.DRA_REGISTRATION)
     wait.for_node_ready(kube, node.name)
 
-    no_second_prepare = calls_stay(
-        running,
-        {PREPARE: [([running_uid], "ok")], UNPREPARE: []},
-        f"no further NodePrepareResources (nor any NodeUnprepareResources) for running claim {running_uid}",
+
+@pytest.fixture(scope="module")
+def running_claim_not_prepared_again(running_claim, kubelet_restart_with_claims_in_flight) -> Iterator[Watch]:
+    """The window after the restart in which the running claim gets no call at all."""
+    uid = running_claim.uid
+    window = calls_stay(
+        running_claim.driver,
+        {PREPARE: [([uid], "ok")], UNPREPARE: []},
+        f"no further NodePrepareResources (nor any NodeUnprepareResources) for running claim {uid}",
     )
-    no_prepare_for_deleted = calls_stay(
-        deleted,
-        {PREPARE: claim_record(deleted.calls(PREPARE))},
-        f"no NodePrepareResources for claim {deleted_uid} of the pod deleted while the kubelet was down",
+    yield window
+    window.cancel()
+
+
+@pytest.fixture(scope="module")
+def deleted_pods_claim_not_prepared(claim_held_in_prepare, kubelet_restart_with_claims_in_flight) -> Iterator[Watch]:
+    """The window after the restart in which the deleted pod's claim gets no NodePrepareResources."""
+    driver = claim_held_in_prepare.driver
+    window = calls_stay(
+        driver,
+        {PREPARE: claim_record(driver.calls(PREPARE))},
+        f"no NodePrepareResources for claim {claim_held_in_prepare.uid} of the pod deleted while the kubelet was down",
     )
-    yield Restarted(
-        running,
-        running_pod,
-        running_before,
-        running_uid,
-        no_second_prepare,
-        deleted,
-        deleted_uid,
-        no_prepare_for_deleted,
-    )
-    no_second_prepare.cancel()
-    no_prepare_for_deleted.cancel()
+    yield window
+    window.cancel()
 
 
 @pytest.mark.scenario("DRA1")
@@ -171,27 +193,28 @@ def test_prepare_blocked_across_a_kubelet_restart(node, dra_driver, dra_objects,
     assert calls[-1].ok, f"the restarted kubelet's NodePrepareResources did not succeed: {claim_record(calls)}"
 
 
-# The tests below collect the verdicts of the module fixture's windows; they stay at the end of the module so
-# the windows overlap with the tests above.
+# The windows' verdicts: last in the module only for its wall time, each waits for what is left of its window.
 
 
-def test_running_pod_claim_is_not_prepared_again_after_restart(restarted):
-    after = restarted.running_pod.wait_running()
-    before = restarted.running_before
+def test_running_pod_claim_is_not_prepared_again_after_restart(running_claim, running_claim_not_prepared_again):
+    after = running_claim.pod.wait_running()
+    before = running_claim.before
     assert after.metadata.uid == before.metadata.uid, "the pod was replaced across the restart"
     restarts = [(c.name, c.restart_count) for c in after.status.container_statuses or []]
     assert restarts == [("main", 0)], f"containers (name, restarts) after the kubelet restart: {restarts}"
     # The checkpoint says the claim is prepared: no second call, not even an idempotent one.
-    restarted.no_second_prepare.holds()
+    running_claim_not_prepared_again.holds()
 
 
 @pytest.mark.scenario("DRA12")
-def test_pod_deleted_while_prepare_blocked_and_kubelet_down_is_not_prepared(restarted):
+def test_pod_deleted_while_prepare_blocked_and_kubelet_down_is_not_prepared(
+    claim_held_in_prepare, deleted_pods_claim_not_prepared
+):
     """Upstream DRA12 (#116411 family): after the restart the kubelet must not prepare a deleted pod's claim;
     the claim it checkpointed before calling the driver (pkg/kubelet/cm/dra/manager.go prepareResources adds the
     pod to the claim's checkpoint entry first) is unprepared by its reconcile loop, the pod being gone."""
-    restarted.no_prepare_for_deleted.holds()
-    driver, uid = restarted.deleted, restarted.deleted_uid
+    deleted_pods_claim_not_prepared.holds()
+    driver, uid = claim_held_in_prepare.driver, claim_held_in_prepare.uid
     driver.wait_for_call(UNPREPARE, ok=True, timeout=timeouts.DRA_RECONCILE)
     assert claim_record(driver.calls(UNPREPARE)) == [([uid], "ok")], "the orphaned claim unprepared exactly once"
     assert driver.prepared() == {}, "the driver still holds the orphaned claim"
