@@ -88,7 +88,8 @@ class ProviderCapabilities:
     setup: str | None
     # `device-conformance cluster VERB --provider NAME`: each verb it answers -> "module:function" doing it,
     # (settings, args) -> exit status. cli/cluster.py dispatches; a verb missing here is an error naming the
-    # providers that answer it. Command-line code (it prints), so it lives in cli/cluster_verbs/<provider>.py.
+    # providers that answer it. They live with the provider (providers/<provider>/cluster_verbs.py), so a new
+    # provider is its folder and this entry.
     cluster_verbs: Mapping[str, str]
     # "module:function" tearing down its clusters whose owning process is gone, (log) -> their names: the xdist
     # controller calls it once its workers are gone, for a worker killed before its teardown
@@ -136,10 +137,10 @@ PROVIDER_CAPABILITIES: dict[str, ProviderCapabilities] = {
         make="device_conformance.providers.local.provider:from_settings",
         setup="device_conformance.providers.local.setup:from_settings",
         cluster_verbs={
-            "up": "device_conformance.cli.cluster_verbs.local:up",
-            "list": "device_conformance.cli.cluster_verbs.local:list_runs",
-            "down": "device_conformance.cli.cluster_verbs.local:down",
-            "cleanup": "device_conformance.cli.cluster_verbs.local:cleanup",
+            "up": "device_conformance.providers.local.cluster_verbs:up",
+            "list": "device_conformance.providers.local.cluster_verbs:list_runs",
+            "down": "device_conformance.providers.local.cluster_verbs:down",
+            "cleanup": "device_conformance.providers.local.cluster_verbs:cleanup",
         },
         leftovers="device_conformance.providers.local.leftovers:clean_leftovers",
         kubernetes_from="host binaries",
@@ -160,11 +161,11 @@ PROVIDER_CAPABILITIES: dict[str, ProviderCapabilities] = {
         make="device_conformance.providers.kind.provider:from_settings",
         setup="device_conformance.providers.kind.setup:from_settings",
         cluster_verbs={
-            "config": "device_conformance.cli.cluster_verbs.kind:config",
-            "list": "device_conformance.cli.cluster_verbs.kind:list_clusters",
-            "down": "device_conformance.cli.cluster_verbs.kind:down",
-            "cleanup": "device_conformance.cli.cluster_verbs.kind:cleanup",
-            "build-node-image": "device_conformance.cli.cluster_verbs.kind:build_node_image",
+            "config": "device_conformance.providers.kind.cluster_verbs:config",
+            "list": "device_conformance.providers.kind.cluster_verbs:list_clusters",
+            "down": "device_conformance.providers.kind.cluster_verbs:down",
+            "cleanup": "device_conformance.providers.kind.cluster_verbs:cleanup",
+            "build-node-image": "device_conformance.providers.kind.cluster_verbs:build_node_image",
         },
         leftovers="device_conformance.providers.kind.provider:sweep_orphans",
         kubernetes_from="node image",

@@ -7,8 +7,6 @@ from __future__ import annotations
 import pytest
 
 from device_conformance.cli import cluster
-from device_conformance.cli.cluster_verbs import kind as kind_verbs
-from device_conformance.cli.cluster_verbs import local as local_verbs
 from device_conformance.cli.kind import RENAMED
 from device_conformance.cli.main import build_parser, main
 from device_conformance.core.errors import BadInput
@@ -44,10 +42,10 @@ def calls(monkeypatch):
 
 
 @pytest.mark.parametrize("name", PROVIDERS)
-def test_each_providers_verbs_are_tree_verbs_reached_by_dotted_paths_in_its_cli_module(name):
+def test_each_providers_verbs_are_tree_verbs_reached_by_dotted_paths_in_its_own_folder(name):
     for verb, target in PROVIDER_CAPABILITIES[name].cluster_verbs.items():
         assert verb in cluster.CLUSTER_VERBS
-        assert target.startswith(f"device_conformance.cli.cluster_verbs.{name}:"), target
+        assert target.startswith(f"device_conformance.providers.{name}.cluster_verbs:"), target
         assert callable(load(target)), target
 
 
@@ -159,43 +157,3 @@ def test_the_old_kind_spelling_says_the_new_one_on_stderr_and_runs_it(calls, cap
     assert captured.out == ""  # `kind render > FILE` still writes only the config
     assert main(["kind", "delete", "dc-1"]) == 0
     assert calls[-1][:2] == ("kind", "down") and calls[-1][3].names == ["dc-1"]
-
-
-# -- the providers' down ----------------------------------------------------------------------------------------
-
-
-def test_local_down_refuses_unknown_runs_and_none_given(monkeypatch):
-    from device_conformance.providers.local import leftovers
-
-    monkeypatch.setattr(leftovers, "all_runs", lambda: [])
-    with pytest.raises(BadInput, match=r"no such run: r9\n  fix: .*cluster list --provider local"):
-        main_args = build_parser().parse_args(["cluster", "down", "--provider", "local", "r9"])
-        local_verbs.down(None, main_args)
-    with pytest.raises(BadInput, match=r"no such run: \(none given\)"):
-        local_verbs.down(None, build_parser().parse_args(["cluster", "down", "--provider", "local"]))
-
-
-@pytest.fixture
-def kind_state(monkeypatch, tmp_path):
-    """Kind clusters under tmp_path: `ours` created by the suite, `theirs` not; deletions recorded."""
-    from device_conformance.providers.kind import provider, state
-    from device_conformance.providers.kind.layout import KindLayout
-
-    monkeypatch.setattr(KindLayout, "for_cluster", classmethod(lambda cls, name: cls(tmp_path / name)))
-    monkeypatch.setattr(state, "all_layouts", lambda: [KindLayout(tmp_path / n) for n in ("ours", "theirs")])
-    monkeypatch.setattr(kind_verbs, "_created", lambda layout: layout.cluster == "ours")
-    monkeypatch.setattr(kind_verbs, "_cli", lambda: "cli")
-    deleted: list[str] = []
-    monkeypatch.setattr(provider, "delete_created_cluster", lambda cli, layout, log: deleted.append(layout.cluster))
-    return deleted
-
-
-def test_kind_down_deletes_only_the_suites_clusters_and_all_of_them_with_all(kind_state):
-    parse = build_parser().parse_args
-    with pytest.raises(BadInput, match="kind cluster theirs was not created by this suite"):
-        kind_verbs.down(None, parse(["cluster", "down", "ours", "theirs"]))
-    assert kind_state == []  # checked before anything is deleted
-    kind_verbs.down(None, parse(["cluster", "down", "--all"]))
-    assert kind_state == ["ours"]
-    with pytest.raises(BadInput, match=r"no cluster named \(none given\)\n  fix: .*--provider kind`, or pass --all"):
-        kind_verbs.down(None, parse(["cluster", "down"]))

@@ -17,8 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     setup.add_argument("--no-packages", action="store_true", help="do not apt-get install missing packages")
     setup.add_argument(
         "--provider",
-        help="what to set up for: local (packages, Kubernetes binaries, images) or kind (Docker engine, kind, "
-        "images); env PROVIDER, default local",
+        help="what to set up for: local (packages, Kubernetes binaries, images), kind (Docker engine, kind, images) "
+        f"or existing (nothing); {KNOBS['provider'].help_text()}",
     )
     setup.set_defaults(func=_setup)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +11,11 @@ from typing import Protocol
 from device_conformance.expectations.versions import KubeVersion
 from device_conformance.node.base import NodeControl
 from device_conformance.settings import PROVIDER_CAPABILITIES, ProviderCapabilities
+
+
+def state_root() -> Path:
+    """Every provider's state on this machine; short, because socket paths inside must stay under 107 bytes."""
+    return Path(os.environ.get("DEVICE_CONFORMANCE_STATE", "/var/lib/device-conformance"))
 
 
 @dataclass

@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.providers.local.layout import state_root
+from device_conformance.providers.base import state_root
 
 # Node directory -> host directory name. The kubelet hard-codes the first three (device-plugins,
 # plugins_registry, plugins); pod-resources lets host-side clients reach the podresources API; the

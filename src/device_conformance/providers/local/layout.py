@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from device_conformance.providers.base import state_root
 
 # Paths the kubelet and containerd use that cannot be moved by configuration (the device plugin
 # directory is compiled into the kubelet as /var/lib/kubelet/device-plugins). Inside the node's
@@ -19,11 +20,6 @@ NODE_PRIVATE_PATHS = {
     "/run/containerd": "containerd-run",
     "/var/run/cdi": "cdi",
 }
-
-
-def state_root() -> Path:
-    """All runs of this machine; short, because socket paths inside must stay under 107 bytes."""
-    return Path(os.environ.get("DEVICE_CONFORMANCE_STATE", "/var/lib/device-conformance"))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 """`device-conformance cluster config|list|down|cleanup|build-node-image --provider kind`: the kind clusters this
-suite created on this host, the config it would create one with, and its node image."""
+suite created on this host, the config it would create one with, and its node image. Each function is named in
+settings.PROVIDER_CAPABILITIES["kind"].cluster_verbs and called by cli/cluster.py as (settings, args) -> exit
+status."""
 
 from __future__ import annotations
 

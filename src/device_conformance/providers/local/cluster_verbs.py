@@ -1,4 +1,6 @@
-"""`device-conformance cluster up|list|down|cleanup --provider local`: this host's local clusters (runs)."""
+"""`device-conformance cluster up|list|down|cleanup --provider local`: this host's local clusters (runs). Each
+function is named in settings.PROVIDER_CAPABILITIES["local"].cluster_verbs and called by cli/cluster.py as
+(settings, args) -> exit status."""
 
 from __future__ import annotations
 
