@@ -15,6 +15,13 @@ runs (two kubelet retry cycles). The short path here holds the old claim's unpre
 the old entry stays while the refusal is checked, and releasing the held call ends it at once; the new pod's
 start, which waits for its resync, is left to DRA-E7.
 
+An affected kubelet (module source v1.32.9 and v1.33.13 manager.go prepareResources: no UID comparison, an existing
+entry gets `addPodReference` and, prepared, no NodePrepareResources) starts the new pod on the old claim's entry.
+The released unprepare then deletes that entry (unprepareResources chose the claim while the old pod was its only
+reference) and PrepareDynamicResources runs only before a sandbox is created
+(pkg/kubelet/kuberuntime/kuberuntime_manager.go SyncPod): the driver ends up holding nothing and having unprepared
+only the old claim, as with a fixed kubelet. After the release the bug shows in the new pod alone: it ran.
+
 Proved against one-line breaks of a 1.37.1 tree (K8S_SOURCE; `pytest <this module> -n 1 -m ''
 --k8s-source DIR --k8s-version 1.37.1`), each reverted afterwards (the same run passes):
 
@@ -74,6 +81,11 @@ def refused_or_started(pod: Any) -> tuple[str, str]:
     )
 
 
+def started_containers(current: Any) -> list[str]:
+    """The containers of a pod (a V1Pod) that ran: running now or ended."""
+    return [c.name for c in current.status.container_statuses or [] if c.state.running or c.state.terminated]
+
+
 def checkpointed(node: Any) -> list[tuple[str, str, list[str]]]:
     """(claim UID, claim name, pod UIDs) of each entry of the kubelet's dra_manager_state."""
     return [(e.claim_uid, e.claim_name, sorted(e.pod_uids or [])) for e in dra_checkpoint(node).entries or []]
@@ -87,7 +99,8 @@ def test_new_claim_with_a_force_deleted_pods_claim_name_is_refused_naming_the_ui
     """Claim `reuse-…` (UID old) and pod `reuse-pod` run; NodeUnprepareResources is held, the pod force-deleted
     and the claim deleted. A new claim and pod of the same names: the new pod's first refusal is exactly the
     kubelet's UID-mismatch error naming the claim and the old UID, no container of it runs, the checkpoint keeps
-    the old entry with the old pod only, and nothing is prepared for the new claim."""
+    the old entry with the old pod only, and nothing is prepared for the new claim. Once the unprepare is released,
+    no container of the new pod has run, the driver holds nothing, and only the old claim was unprepared."""
     driver = dra_driver(devices=("dev-0",))
     claim = f"reuse-{dra_objects.namespace[-6:]}"
     old_uid = make_claim(dra_objects, driver, claim)
@@ -120,6 +133,10 @@ def test_new_claim_with_a_force_deleted_pods_claim_name_is_refused_naming_the_ui
     driver.unblock()
     driver.wait_for_call(UNPREPARE, ok=True, timeout=timeouts.UNPREPARE_RETRY)
     with shows_known_bug(FORCE_DELETED_CLAIM_NAME_REUSED):
+        current = new.read()
+        assert started_containers(current) == [], (
+            f"the new pod {new.uid} ran though nothing prepared its claim: {pods.summary(current)}"
+        )
         assert driver.prepared() == {}, "the old claim unprepared once released; the new one never prepared"
         unprepares = claim_record(driver.calls(UNPREPARE))
         assert {tuple(uids) for uids, _ in unprepares} == {(old_uid,)}, f"only the old claim unprepared: {unprepares}"

@@ -217,6 +217,9 @@ PREPARE_JOINS_UNPREPARING_CLAIM = KnownBug(
 # the prepare ("old ResourceClaim with same name ... still exists"); upstream e2e test/e2e/dra/dra.go runs
 # it with KubeletMinVersion 1.34. Not in 1.33 (kubernetes#131513 closed for master only). No release note names
 # #131617 (CHANGELOG-1.34 to v1.34.13), so 1.34.0 is from the e2e test and the reproduction (1.33.13 / 1.34.10).
+# 1.32 affected: module source v1.32.5, v1.32.9, v1.32.13 and v1.33.13 pkg/kubelet/cm/dra/manager.go prepareResources
+# compare no UID (the entry found by name gets addPodReference), v1.34.0 and v1.34.12 do; no release note of
+# CHANGELOG-1.32 (to v1.32.13) or 1.33 names a cherry-pick. Reproduced on 1.32.9 and 1.33.13 (2026-11-28).
 FORCE_DELETED_CLAIM_NAME_REUSED = KnownBug(
     issue="kubernetes#131513",
     title="a new claim with the name of a force-deleted pod's prepared claim is taken for the old one",
