@@ -39,17 +39,15 @@ from device_conformance.fixtures.dra_blackbox import (
     PRINT_ENV,
     cdi_edits,
     check_answered,
-    counts_since,
     defined_cdi_ids,
     listed_claims,
     seen_env,
-    wait_counts,
 )
 from device_conformance.fixtures.vendor import cdi_specs
 
 from device_conformance.framework import (
-    FIRST_PODRESOURCES_DRA_MINOR,
     SINCE_DEVICE_TAINTS,
+    SINCE_PODRESOURCES_DRA,
     assert_evicted,
     dra,
     pods,
@@ -78,24 +76,21 @@ def running_env_pod(dra_objects, driver, prefix="blackbox"):
     return pod, running
 
 
-@pytest.mark.since(
-    f"1.{FIRST_PODRESOURCES_DRA_MINOR}",
-    "podresources lists DRA claims, where the CDI devices are read (KubeletPodResourcesDynamicResources, #132940)",
-)
+@SINCE_PODRESOURCES_DRA
 @pytest.mark.scenario("DRA-E1", "DRA-E12")
 def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
-    node, kubelet_counts, dra_objects, subject_driver, request, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, request, tmp_path, startup_cdi_ids
 ):
     """A pod with a claim runs after exactly one NodePrepareResources; podresources lists the claim with exactly
     the allocated device (or none, when the driver answered none: reported); the environment of every CDI device
     it lists reaches the container; deleting the pod makes exactly one NodeUnprepareResources, and those CDI
     devices are no longer defined."""
     driver = subject_driver.driver_name
-    before = kubelet_counts.dra_counts(driver)
+    before = answered_calls.mark()
     pod, _ = running_env_pod(dra_objects, driver)
     allocated = _claim_devices(pod, driver)
     claim = pod.claim_name()
-    assert counts_since(kubelet_counts, driver, before) == (1, 0), "one NodePrepareResources for a running claim pod"
+    assert answered_calls.since(before) == (1, 0), "one NodePrepareResources for a running claim pod"
 
     listed = listed_claims(pod)
     assert list(listed) == [claim], f"podresources lists claims {list(listed)} for {pod} main, expected [{claim}]"
@@ -111,7 +106,7 @@ def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
 
     pod.delete()
     pod.wait_gone()
-    wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
+    answered_calls.wait(before, (1, 1), "after the pod is gone")
     pod.wait_claim_gone(claim)
     # Claim-specific IDs only: one defined before the claim was prepared is the driver's own and may stay.
     left = defined_cdi_ids(node, tmp_path / "cdi", cdi_ids, startup_cdi_ids)
@@ -120,7 +115,9 @@ def test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once(
 
 @pytest.mark.disruptive
 @pytest.mark.scenario("DRA1")
-def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(node, kubelet_counts, dra_objects, subject_driver):
+def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(
+    node, kubelet_counts, answered_calls, dra_objects, subject_driver
+):
     """Across a kubelet restart the claim pod keeps running, unrestarted, and podresources still lists its claim;
     the new kubelet makes no NodePrepareResources for it (upstream's window, DRA_NO_PREPARE_WINDOW); deleting the
     pod afterwards makes exactly one NodeUnprepareResources (the driver registered with the new kubelet)."""
@@ -154,20 +151,20 @@ def test_kubelet_restart_does_not_prepare_again_and_unprepares_after(node, kubel
         no_prepare.cancel()
     pod.delete()
     pod.wait_gone()
-    wait_counts(kubelet_counts, driver, (0, 0), (0, 1), "the new kubelet, after the pod is gone")
+    answered_calls.wait(None, (0, 1), "the new kubelet, after the pod is gone")
     pod.wait_claim_gone(claim)
 
 
 @pytest.mark.scenario("DRA2")
 def test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones(
-    resource_api, kube, node, kubelet_counts, dra_objects, subject_driver
+    resource_api, kube, node, answered_calls, dra_objects, subject_driver
 ):
     """SIGKILL of the driver, then started again: the running claim pod keeps running with its claim listed;
     a new claim pod runs after one more NodePrepareResources; deleting both unprepares each claim once."""
     from device_conformance.fixtures.vendor import wait_slices
 
     driver = subject_driver.driver_name
-    before = kubelet_counts.dra_counts(driver)
+    before = answered_calls.mark()
     first, running = running_env_pod(dra_objects, driver, "first")
     listed = listed_claims(first)
 
@@ -176,7 +173,7 @@ def test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones(
     wait_slices(kube, resource_api, node, driver)
     second, _ = running_env_pod(dra_objects, driver, "second")
     _claim_devices(second, driver)
-    assert counts_since(kubelet_counts, driver, before) == (2, 0), "one NodePrepareResources per claim pod"
+    assert answered_calls.since(before) == (2, 0), "one NodePrepareResources per claim pod"
     current = first.read()
     assert current.metadata.uid == running.metadata.uid and current.status.phase == "Running", pods.summary(current)
     assert listed_claims(first) == listed, (
@@ -187,20 +184,20 @@ def test_killed_driver_restarted_keeps_running_pods_and_prepares_new_ones(
         pod.delete()
     for pod in (first, second):
         pod.wait_gone()
-    wait_counts(kubelet_counts, driver, before, (2, 2), "after both pods are gone")
+    answered_calls.wait(before, (2, 2), "after both pods are gone")
 
 
 @pytest.mark.taints
 @SINCE_DEVICE_TAINTS
 @pytest.mark.scenario("DT-U1")
-def test_noexecute_device_taint_rule_evicts_the_pod_and_unprepares(kubelet_counts, dra_objects, subject_driver):
+def test_noexecute_device_taint_rule_evicts_the_pod_and_unprepares(answered_calls, dra_objects, subject_driver):
     """A NoExecute DeviceTaintRule on the pod's device evicts it (DisruptionTarget with the controller's reason
     and message, then its deletion) and the kubelet unprepares its claim exactly once."""
     driver = subject_driver.driver_name
-    before = kubelet_counts.dra_counts(driver)
+    before = answered_calls.mark()
     pod = dra_objects.claim_pod("taint", driver, keep=True)
     pod.wait_running()
     [(_, _, device)] = _claim_devices(pod, driver)
     dra_objects.taint_rule(dra.device_taint("example.com/broken", "NoExecute"), driver=driver, device=device)
     assert_evicted(pod)
-    wait_counts(kubelet_counts, driver, before, (1, 1), "after the eviction")
+    answered_calls.wait(before, (1, 1), "after the eviction")

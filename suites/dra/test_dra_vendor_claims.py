@@ -27,28 +27,26 @@ from device_conformance.fixtures.dra_blackbox import (
     cdi_ids,
     checkpointed,
     claim_pod_with_image,
-    counts_since,
     defined_cdi_ids,
     listed_claims,
     seen_env,
     undefined_cdi_ids,
-    wait_counts,
 )
 from device_conformance.fixtures.dra_pods import claims_pod
 
-from device_conformance.framework import ClaimPodHandle, Pending, timeouts, until
+from device_conformance.framework import SINCE_PODRESOURCES_DRA, ClaimPodHandle, Pending, timeouts, wait_dra
 
 pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
 
 
 def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
-    node, kubelet_counts, dra_objects, subject_driver, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids
 ):
     """Two pods using one ResourceClaim: one NodePrepareResources for both; the first pod deleted, the claim stays
     prepared (no call, the checkpoint holds it for the second pod alone, its CDI devices still defined); the
     second deleted, exactly one NodeUnprepareResources and the CDI devices are no longer defined."""
     driver = subject_driver.driver_name
-    before = kubelet_counts.dra_counts(driver)
+    before = answered_calls.mark()
     claim = dra_objects.claim(driver)
     first = dra_objects.claim_pod("share-a", claim=claim)
     first.wait_running()
@@ -56,39 +54,40 @@ def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
     second = dra_objects.claim_pod("share-b", claim=claim)
     second.wait_running()
     uid = first.claim_uid()
-    assert counts_since(kubelet_counts, driver, before) == (1, 0), "one NodePrepareResources for the shared claim"
+    assert answered_calls.since(before) == (1, 0), "one NodePrepareResources for the shared claim"
     ids = cdi_ids(listed_claims(first))
     assert cdi_ids(listed_claims(second)) == ids, "podresources lists other CDI devices for the second pod"
 
     first.delete()
     first.wait_gone(timeout=timeouts.UNPREPARE)
-    assert counts_since(kubelet_counts, driver, before) == (1, 0), "a call to the driver while a pod still uses it"
+    assert answered_calls.since(before) == (1, 0), "a call to the driver while a pod still uses it"
     held = checkpointed(node, driver)
     assert list(held) == [uid] and held[uid]["pods"] == [second.uid], f"dra_manager_state after the first pod: {held}"
     assert undefined_cdi_ids(node, tmp_path / "cdi", ids) == [], "CDI devices gone while a pod still uses the claim"
 
     second.delete()
     second.wait_gone(timeout=timeouts.UNPREPARE)
-    wait_counts(kubelet_counts, driver, before, (1, 1), "after the last pod is gone")
+    answered_calls.wait(before, (1, 1), "after the last pod is gone")
     assert checkpointed(node, driver) == {}, "dra_manager_state still holds the claim after its last pod"
     assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
         "CDI devices still defined after NodeUnprepareResources"
     )
 
 
+@SINCE_PODRESOURCES_DRA
 def test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together(
-    node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, cdi_runtime, tmp_path, startup_cdi_ids
 ):
     """A pod with two ResourceClaims of the driver (one device each) runs after exactly one NodePrepareResources
     (both claims in it); podresources lists both for the container, which sees the CDI environment of both;
     deleting the pod makes exactly one NodeUnprepareResources and both claims' CDI devices are no longer
     defined."""
     driver = subject_driver.driver_name
-    before = kubelet_counts.dra_counts(driver)
+    before = answered_calls.mark()
     claims = {"one": dra_objects.claim(driver), "two": dra_objects.claim(driver)}
     pod = claims_pod(dra_objects, "two-claims", claims, {"main": ["one", "two"]}, command=PRINT_ENV)
-    pod.wait_running(timeout=timeouts.CLAIM_POD_START)
-    assert counts_since(kubelet_counts, driver, before) == (1, 0), "one NodePrepareResources for the pod's claims"
+    wait_dra.for_claim_pod_running(pod.kube, pod.namespace, pod.name)
+    assert answered_calls.since(before) == (1, 0), "one NodePrepareResources for the pod's claims"
     listed = listed_claims(pod)
     assert sorted(listed) == sorted(claims.values()), f"podresources lists claims {sorted(listed)}"
     uids = sorted(dra_objects.get_claim(c)["metadata"]["uid"] for c in claims.values())
@@ -99,7 +98,7 @@ def test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together(
 
     pod.delete()
     pod.wait_gone(timeout=timeouts.UNPREPARE)
-    wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
+    answered_calls.wait(before, (1, 1), "after the pod is gone")
     assert checkpointed(node, driver) == {}, "dra_manager_state still holds a claim after its pod is gone"
     assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
         "CDI devices still defined after NodeUnprepareResources"
@@ -107,13 +106,13 @@ def test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together(
 
 
 def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
-    node, kubelet_counts, dra_objects, subject_driver, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids
 ):
     """A pod with a claim from a template, deleted and created again under the same name from the same template:
     the first claim is unprepared once and deleted, its CDI devices gone; the new pod gets a new claim (another
     UID), prepared exactly once, the only one the checkpoint holds."""
     driver = subject_driver.driver_name
-    before = kubelet_counts.dra_counts(driver)
+    before = answered_calls.mark()
     template = dra_objects.template(driver)
 
     def created(name=None):
@@ -127,7 +126,7 @@ def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
     first.delete()
     first.wait_gone(timeout=timeouts.UNPREPARE)
     first.wait_claim_gone(first_claim)
-    wait_counts(kubelet_counts, driver, before, (1, 1), "after the first pod is gone")
+    answered_calls.wait(before, (1, 1), "after the first pod is gone")
     assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
         "CDI devices still defined after NodeUnprepareResources"
     )
@@ -136,18 +135,18 @@ def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
     second.wait_running()
     second_uid = second.claim_uid()
     assert second_uid != first_uid, f"the recreated pod got the deleted claim {first_uid} again"
-    assert counts_since(kubelet_counts, driver, before) == (2, 1), "one NodePrepareResources for the new claim"
+    assert answered_calls.since(before) == (2, 1), "one NodePrepareResources for the new claim"
     assert list(checkpointed(node, driver)) == [second_uid], "dra_manager_state holds the new claim alone"
 
 
 def test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete(
-    node, kubelet_counts, dra_objects, subject_driver, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids
 ):
     """A claim pod whose image the node does not have (never pulled): the claim is prepared once before the
     sandbox and the pod stays Pending (ErrImageNeverPull); deleting it makes exactly one NodeUnprepareResources,
     the checkpoint no longer holds the claim and its CDI devices are no longer defined."""
     driver = subject_driver.driver_name
-    before = kubelet_counts.dra_counts(driver)
+    before = answered_calls.mark()
     pod = claim_pod_with_image(dra_objects, "no-image", driver, MISSING_IMAGE)
 
     def waiting():
@@ -155,8 +154,8 @@ def test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete(
         reasons = [s.state.waiting.reason for s in current.status.container_statuses or [] if s.state.waiting]
         return reasons if reasons == ["ErrImageNeverPull"] else Pending(pod.summary())
 
-    until(waiting, what=f"{pod} to wait with ErrImageNeverPull", timeout=timeouts.CLAIM_POD_START)
-    assert counts_since(kubelet_counts, driver, before) == (1, 0), "one NodePrepareResources before the sandbox"
+    pod.wait_while_preparing(waiting, f"{pod} to wait with ErrImageNeverPull")
+    assert answered_calls.since(before) == (1, 0), "one NodePrepareResources before the sandbox"
     uid = pod.claim_uid()
     assert list(checkpointed(node, driver)) == [uid], "dra_manager_state holds the pod's claim"
     ids = cdi_ids(listed_claims(pod))
@@ -164,7 +163,7 @@ def test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete(
 
     pod.delete()
     pod.wait_gone(timeout=timeouts.UNPREPARE)
-    wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
+    answered_calls.wait(before, (1, 1), "after the pod is gone")
     assert checkpointed(node, driver) == {}, "dra_manager_state still holds the claim after its pod is gone"
     assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
         "CDI devices still defined after NodeUnprepareResources"

@@ -20,7 +20,7 @@ Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and 
 """
 
 import pytest
-from device_conformance.fixtures.dra_blackbox import cdi_ids, checkpointed, defined_cdi_ids, listed_claims, wait_counts
+from device_conformance.fixtures.dra_blackbox import cdi_ids, checkpointed, defined_cdi_ids, listed_claims
 from device_conformance.fixtures.vendor import wait_slices
 
 from device_conformance.framework import timeouts
@@ -29,13 +29,13 @@ pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
 
 
 def test_driver_restarted_while_the_pod_runs_unprepares_its_claim_after(
-    request, resource_api, kube, node, kubelet_counts, dra_objects, subject_driver, tmp_path
+    request, resource_api, kube, node, answered_calls, dra_objects, subject_driver, tmp_path
 ):
     """The driver stopped (SIGTERM) and started again while a claim pod runs; deleting the pod then makes exactly
     one NodeUnprepareResources, answered OK by the new process, the pod goes and the checkpoint no longer holds
     the claim; nothing is prepared again."""
     driver = subject_driver.driver_name
-    before = kubelet_counts.dra_counts(driver)
+    before = answered_calls.mark()
     pod = dra_objects.claim_pod("drv-restart", driver)
     pod.wait_running()
     uid = pod.claim_uid()
@@ -46,7 +46,7 @@ def test_driver_restarted_while_the_pod_runs_unprepares_its_claim_after(
     wait_slices(kube, resource_api, node, driver)
     pod.delete()
     pod.wait_gone(timeout=timeouts.UNPREPARE_AFTER_RESTART)
-    wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
+    answered_calls.wait(before, (1, 1), "after the pod is gone")
     assert uid not in checkpointed(node, driver), "dra_manager_state still holds the claim after its pod is gone"
     request.node.user_properties.append(
         ("cdi_left_after_unprepare", defined_cdi_ids(node, tmp_path / "cdi", ids, frozenset()))
@@ -54,13 +54,13 @@ def test_driver_restarted_while_the_pod_runs_unprepares_its_claim_after(
 
 
 def test_pod_deleted_while_the_driver_is_down_is_unprepared_once_it_is_back(
-    request, resource_api, kube, node, kubelet_counts, dra_objects, subject_driver, tmp_path
+    request, resource_api, kube, node, answered_calls, dra_objects, subject_driver, tmp_path
 ):
     """The driver SIGKILLed, then its claim pod deleted: the pod object stays while no driver can unprepare its
     claim; the driver started again, the kubelet's retry unprepares the claim exactly once (no call answered
     before), the pod goes and the checkpoint no longer holds the claim."""
     driver = subject_driver.driver_name
-    before = kubelet_counts.dra_counts(driver)
+    before = answered_calls.mark()
     pod = dra_objects.claim_pod("drv-down", driver)
     pod.wait_running()
     uid = pod.claim_uid()
@@ -73,7 +73,7 @@ def test_pod_deleted_while_the_driver_is_down_is_unprepared_once_it_is_back(
     subject_driver.respawn()
     wait_slices(kube, resource_api, node, driver)
     pod.wait_gone(timeout=timeouts.UNPREPARE_RETRY)
-    wait_counts(kubelet_counts, driver, before, (1, 1), "after the pod is gone")
+    answered_calls.wait(before, (1, 1), "after the pod is gone")
     assert uid not in checkpointed(node, driver), "dra_manager_state still holds the claim after its pod is gone"
     request.node.user_properties.append(
         ("cdi_left_after_unprepare", defined_cdi_ids(node, tmp_path / "cdi", ids, frozenset()))

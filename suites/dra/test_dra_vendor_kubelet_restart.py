@@ -26,22 +26,20 @@ from device_conformance.fixtures.dra_blackbox import (
     cdi_ids,
     check_answered,
     checkpointed,
-    counts_since,
     defined_cdi_ids,
     listed_claims,
     main_status,
     seen_env,
-    wait_counts,
     wait_new_container,
 )
 
-from device_conformance.framework import timeouts, wait
+from device_conformance.framework import SINCE_PODRESOURCES_DRA, timeouts, wait
 
 pytestmark = [pytest.mark.dra, pytest.mark.disruptive, pytest.mark.vendor_blackbox("dra-driver")]
 
 
 def test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares_once(
-    kube, node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path, startup_cdi_ids
+    kube, node, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path, startup_cdi_ids
 ):
     """The kubelet SIGKILLed right after a claim pod is created (before, during or after its NodePrepareResources;
     a new kubelet may prepare the claim again): the pod runs, the checkpoint holds its claim, the container sees
@@ -57,12 +55,12 @@ def test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares
     ids = cdi_ids(listed_claims(pod))
     missing = set(cdi_env(node, tmp_path / "cdi", ids)) - seen_env(pod)
     assert not missing, f"the container lacks {sorted(missing)} of CDI devices {ids}"
-    prepared = counts_since(kubelet_counts, driver)[0]
+    prepared = answered_calls.since()[0]
 
     claim = pod.claim_name()
     pod.delete()
     pod.wait_gone(timeout=timeouts.UNPREPARE)
-    wait_counts(kubelet_counts, driver, (0, 0), (prepared, 1), "the new kubelet, after the pod is gone")
+    answered_calls.wait(None, (prepared, 1), "the new kubelet, after the pod is gone")
     assert checkpointed(node, driver) == {}, "dra_manager_state still holds the claim after its pod is gone"
     assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
         "CDI devices still defined after NodeUnprepareResources"
@@ -71,7 +69,7 @@ def test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares
 
 
 def test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back(
-    node, kubelet_counts, dra_objects, subject_driver, kubelet_restored, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, kubelet_restored, tmp_path, startup_cdi_ids
 ):
     """A claim pod deleted while the kubelet is down stays (its containers run on) until the kubelet is back;
     the new kubelet then unprepares the claim exactly once and prepares nothing, the pod object goes, the
@@ -85,15 +83,16 @@ def test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back(
         pod.delete()
         assert pod.read_if_present() is not None, "the pod object went while the kubelet was down"
     pod.wait_gone(timeout=timeouts.UNPREPARE_AFTER_RESTART)
-    wait_counts(kubelet_counts, driver, (0, 0), (0, 1), "the new kubelet, after the pod is gone")
+    answered_calls.wait(None, (0, 1), "the new kubelet, after the pod is gone")
     assert uid not in checkpointed(node, driver), "dra_manager_state still holds the claim after its pod is gone"
     assert defined_cdi_ids(node, tmp_path / "cdi", ids, startup_cdi_ids) == [], (
         "CDI devices still defined after NodeUnprepareResources"
     )
 
 
+@SINCE_PODRESOURCES_DRA
 def test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answered(
-    node, kubelet_counts, dra_objects, subject_driver, kubelet_restored, request
+    node, answered_calls, dra_objects, subject_driver, kubelet_restored, request
 ):
     """For a running pod with a two-device claim, dra_manager_state holds the claim (name, namespace, the pod)
     with every allocated device (pool, device) and the CDI IDs podresources lists; after a kubelet restart it
@@ -124,11 +123,11 @@ def test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answer
     node.kubelet.restart()
     assert checkpointed(node, driver) == held, "dra_manager_state changed across the kubelet restart"
     assert listed_claims(pod)[claim["metadata"]["name"]] == listed, "podresources changed across the restart"
-    assert counts_since(kubelet_counts, driver) == (0, 0), "the new kubelet called the driver for a running pod"
+    assert answered_calls.since() == (0, 0), "the new kubelet called the driver for a running pod"
 
 
 def test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again(
-    node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
+    node, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
 ):
     """After a kubelet restart (the claim pod running on, not prepared by this kubelet) the pod's sandbox is
     removed: the kubelet creates a new one and, the claim not being prepared in its memory, calls
@@ -147,6 +146,6 @@ def test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again(
     with node.transport.cri() as cri:
         cri.remove_sandbox(sandboxes[0])  # what a crashed sandbox leaves the kubelet to do: create a new one
     wait_new_container(pod, old, timeouts.PREPARE_RETRY_AT_RESYNC)
-    assert counts_since(kubelet_counts, driver) == (1, 0), "the new kubelet prepares the claim once, unprepares none"
+    assert answered_calls.since() == (1, 0), "the new kubelet prepares the claim once, unprepares none"
     missing = expected - seen_env(pod)
     assert not missing, f"the new container lacks {sorted(missing)} of CDI devices {ids}"

@@ -20,7 +20,6 @@ from device_conformance.fixtures.dra_blackbox import (
     PRINT_ENV,
     cdi_env,
     cdi_ids,
-    counts_since,
     listed_claims,
     main_status,
     remove_cdi_specs,
@@ -44,7 +43,7 @@ def running_cdi_pod(dra_objects, driver, prefix):
 
 
 def test_reboot_with_the_driver_running_prepares_the_claim_again(
-    node, kubelet_counts, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
+    node, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
 ):
     """After a node reboot (the driver kept running) the new kubelet calls NodePrepareResources for the running
     pod's claim exactly once, answered OK, and the pod's new container runs and sees the CDI environment of its
@@ -58,13 +57,13 @@ def test_reboot_with_the_driver_running_prepares_the_claim_again(
     removed = node.simulate_reboot()
     assert removed >= 1, f"the reboot simulation removed {removed} pod sandboxes"
     wait_new_container(pod, old, timeouts.PREPARE_RETRY_AT_RESYNC)
-    assert counts_since(kubelet_counts, driver) == (1, 0), "the new kubelet prepares the claim once, unprepares none"
+    assert answered_calls.since() == (1, 0), "the new kubelet prepares the claim once, unprepares none"
     missing = set(expected) - seen_env(pod)
     assert not missing, f"after the reboot the new container lacks {sorted(missing)} of CDI devices {ids}"
 
 
 def test_reboot_with_lost_cdi_specs_and_the_driver_back_late(
-    node, resource_api, kube, kubelet_counts, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
+    node, resource_api, kube, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
 ):
     """A reboot as it is: the driver goes down too, /var/run/cdi (tmpfs) loses the claim's CDI specs, the kubelet
     comes back first and the driver later. Once the driver is back, the kubelet prepares the claim again (one
@@ -83,7 +82,7 @@ def test_reboot_with_lost_cdi_specs_and_the_driver_back_late(
     subject_driver.respawn()
     wait_slices(kube, resource_api, node, driver)
     wait_new_container(pod, old, timeouts.PREPARE_RETRY_AT_RESYNC)
-    assert counts_since(kubelet_counts, driver) == (1, 0), "the new kubelet prepares the claim once, unprepares none"
+    assert answered_calls.since() == (1, 0), "the new kubelet prepares the claim once, unprepares none"
     assert undefined_cdi_ids(node, tmp_path / "cdi", ids) == [], (
         f"CDI devices of the claim are not defined again after the reboot (spec files removed: {removed_specs})"
     )

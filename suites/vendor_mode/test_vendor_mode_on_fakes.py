@@ -326,6 +326,25 @@ RUNS = (
         },
     ),
     Run(
+        "dra-claim-error-once",
+        DRA,
+        patterns=("claim-error-once",),
+        # The first NodePrepareResources and NodeUnprepareResources of each claim answer OK with the claim's
+        # `error` set; the kubelet tries again and the retry succeeds. dra/v1 api.proto: "If non-empty, preparing
+        # the ResourceClaim failed"; the kubeletplugin helper answers a PrepareResult.Err so (draplugin.go). The
+        # kubelet's gRPC metric counts the failed answer as OK: the tests count the calls answered without a
+        # failed claim (fixtures/dra_answered_calls.py). Only the modules that count calls: the pattern changes
+        # no answer a test of another module reads.
+        why="a claim failed once in an OK answer, prepared and unprepared on the kubelet's retry",
+        modules=(
+            "test_dra_vendor_blackbox.py",
+            "test_dra_vendor_claims.py",
+            "test_dra_vendor_driver_restart.py",
+            "test_dra_vendor_kubelet_restart.py",
+            "test_dra_vendor_reboot.py",
+        ),
+    ),
+    Run(
         "dra-defect-prepare-rejects-repeat",
         DRA,
         defects=("prepare-rejects-repeat",),

@@ -29,6 +29,14 @@ PATTERNS = {
         {"DRA-CDI-VALID": NO_CDI, "DRA-CDI-REMOVED": NO_CDI},
         ("DRA-PREPARE", "claim ns-1/claim-a: 0 devices (allowed: zero or more)"),
     ),
+    "claim-error-once": (
+        {},
+        (
+            "DRA-PREPARE",
+            "claim ns-1/claim-a: 2 device(s) (after 1 failed answer(s) ['transient failure, try again (pattern "
+            "claim-error-once)'], which the kubelet calls again for)",
+        ),
+    ),
 }
 
 

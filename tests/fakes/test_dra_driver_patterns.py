@@ -106,6 +106,19 @@ def test_prepare_no_devices_answers_none_and_writes_no_cdi_spec(run, tmp_path):
     )
 
 
+def test_claim_error_once_fails_each_claims_first_prepare_and_unprepare_in_an_ok_answer(run, tmp_path):
+    handle, kubelet = run(["claim-error-once"])
+    first = kubelet.prepare([CLAIM]).claims["uid-1"]
+    assert (first.error, list(first.devices)) == ("transient failure, try again (pattern claim-error-once)", [])
+    assert cdi_files(tmp_path) == []  # nothing prepared by the failed answer
+    again = kubelet.prepare([CLAIM]).claims["uid-1"]
+    assert (again.error, [d.device_name for d in again.devices]) == ("", ["dev-0"])
+    assert kubelet.unprepare([CLAIM]).claims["uid-1"].error == "transient failure, try again (pattern claim-error-once)"
+    assert cdi_files(tmp_path) == ["dra.example.com-uid-1.json"]  # still prepared
+    assert kubelet.unprepare([CLAIM]).claims["uid-1"].error == ""
+    assert cdi_files(tmp_path) == []
+
+
 def test_defect_prepare_unknown_claim_succeeds_answers_an_unknown_claim_as_prepared(run):
     _, kubelet = run(defects=["prepare-unknown-claim-succeeds"])
     result = kubelet.prepare([UNKNOWN]).claims["uid-x"]

@@ -274,7 +274,8 @@ DRA_PATTERNS_PASSED: dict[str, str] = {
     "DRA-REG-NOTIFY": "`serve-after-notify` (serves only once notified: notified after every start)",
     "DRA-SERVICE": "`serve-after-notify` (endpoint absent until the notification)",
     "DRA-PREPARE": "`prepare-no-devices` (NRI drivers: zero devices, a note); `cdi-common-device` and "
-    "`cdi-static-per-device` (CDI IDs that are no claim's own)",
+    "`cdi-static-per-device` (CDI IDs that are no claim's own); `claim-error-once` (a claim failed in an OK answer "
+    "is called again, as the kubelet does)",
     "DRA-PREPARE-MULTI": "`fetch-claims-first` (kubeletplugin: the whole call fails with a gRPC error); a per-claim "
     "error for the made-up claim only, or for both claims",
     "DRA-CDI-VALID": "`cdi-common-device`, `cdi-static-per-device`; NOT APPLICABLE for `prepare-no-devices`",

@@ -137,6 +137,8 @@ class DraDriverCertifier:
         # every CDI ID each claim was answered with: what makes an ID claim-specific (cdi_removed).
         self._cdi_at_first_prepare: set[str] | None = None
         self.answered_ids: dict[str, set[str]] = {}
+        # (method, claim UID) -> the errors of the OK answers that failed it before the answer judged (_call)
+        self.failed_answers: dict[tuple[str, str], list[str]] = {}
         self._slices_before: SliceJudgement | None = None  # judged in DRA-RESTART, before the restart
         self.crash = CrashWatch(self.proc, self._recover)
 
@@ -391,7 +393,39 @@ class DraDriverCertifier:
         tag = uuid.uuid4().hex[:8]
         return ("dc-certify", f"00000000-dc00-4000-8000-{uuid.uuid4().hex[:12]}", f"{what}-{tag}")
 
-    def _call(self, ev: Evidence, method: str, claims: list[Claim]) -> Any:
+    def _call(self, ev: Evidence, method: str, claims: list[Claim], *, again: bool = True) -> Any:
+        """The driver's answer to `method` for `claims`. A claim failed in an OK answer is called again, as the
+        kubelet does (pkg/kubelet/cm/dra/manager.go: the pod's prepare or unprepare fails and is retried at its next
+        sync; dra/v1 api.proto NodePrepareResourceResponse.error: "If non-empty, preparing the ResourceClaim
+        failed"), up to limits.DRA_FAILED_ANSWER_RETRIES times; the answer returned holds each claim's last result.
+        again=False: the claim's error is the answer judged (a made-up claim)."""
+        response = self._call_once(ev, method, claims)
+        for attempt in range(limits.DRA_FAILED_ANSWER_RETRIES if again else 0):
+            failed = [c for c in claims if c[1] in response.claims and response.claims[c[1]].error]
+            if not failed:
+                break
+            for claim in failed:
+                self.failed_answers.setdefault((method, claim[1]), []).append(response.claims[claim[1]].error)
+            ev.add(
+                f"note: {method} failed claim(s) {[c[1] for c in failed]} in an OK answer; the kubelet calls again "
+                f"for them, and so does the certifier (retry {attempt + 1} of {limits.DRA_FAILED_ANSWER_RETRIES}, "
+                f"after {limits.DRA_FAILED_ANSWER_PAUSE:.0f} s: the kubelet's is its next pod sync, 60-90 s)"
+            )
+            time.sleep(limits.DRA_FAILED_ANSWER_PAUSE)  # a retry's spacing, not a wait for an event
+            retried = self._call_once(ev, method, failed)
+            for claim in failed:
+                if claim[1] in retried.claims:
+                    response.claims[claim[1]].CopyFrom(retried.claims[claim[1]])
+        return response
+
+    def _retried(self, method: str, uid: str) -> str:
+        """ ", after N failed answer(s) ..." for a claim the driver answered with an error before it succeeded."""
+        errors = self.failed_answers.get((method, uid), [])
+        if not errors:
+            return ""
+        return f" (after {len(errors)} failed answer(s) {errors}, which the kubelet calls again for)"
+
+    def _call_once(self, ev: Evidence, method: str, claims: list[Claim]) -> Any:
         client = self._connected()
         ev.add(
             f"-> {self.service}/{method} "
@@ -443,13 +477,17 @@ class DraDriverCertifier:
                 "note: no devices in the answer; the API allows it (dra/v1 api.proto: 'zero or more devices') and "
                 "the kubelet records none (drivers applying devices through NRI answer none)"
             )
-            return f"claim {claim[0]}/{claim[2]}: 0 devices (allowed: zero or more)"
+            return f"claim {claim[0]}/{claim[2]}: 0 devices (allowed: zero or more)" + self._retried(
+                "NodePrepareResources", claim[1]
+            )
         if expected is not None:
             got = sorted(d.get("device_name", "") for d in devices)
             ev.add(f"allocated devices (--claims): {sorted(expected)}")
             if got != sorted(expected):
                 raise ClauseFailed(f"prepared devices {got}, the allocation has {sorted(expected)}")
-        return f"claim {claim[0]}/{claim[2]}: {len(devices)} device(s)"
+        return f"claim {claim[0]}/{claim[2]}: {len(devices)} device(s)" + self._retried(
+            "NodePrepareResources", claim[1]
+        )
 
     def _cdi_ids(self, uids: list[str], answers: dict[str, list[dict[str, Any]]] | None = None) -> list[str]:
         answers = self.prepared if answers is None else answers
@@ -526,7 +564,7 @@ class DraDriverCertifier:
     def _multi_call(self, ev: Evidence, claims: list[Claim]) -> Any:
         """The answer, or None for a whole-call error that is an answer (not a hang, crash or lost connection)."""
         try:
-            return self._call(ev, "NodePrepareResources", claims)
+            return self._call(ev, "NodePrepareResources", claims, again=False)
         except ClauseFailed as exc:
             err = exc.__cause__
             code = err.code() if isinstance(err, grpc.Call) else None

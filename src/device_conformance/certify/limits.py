@@ -26,3 +26,9 @@ CONCURRENT_CALLS = 8
 # A call that lost its connection: how long the subject the tool started gets to be seen exiting (it may
 # close its socket while dying, before it can be reaped), so the evidence says it crashed.
 EXIT_AFTER_BROKEN_CALL = 5.0
+
+# A DRA claim failed in an OK answer is called again (certify/dra_driver.py _call), as the kubelet retries the pod's
+# prepare and unprepare at each pod sync (pkg/kubelet/cm/dra/manager.go; every 60-90 s there): this many times,
+# this far apart, before its error is the verdict.
+DRA_FAILED_ANSWER_RETRIES = 3
+DRA_FAILED_ANSWER_PAUSE = 2.0

@@ -104,6 +104,9 @@ DRA_SLICE_PUBLISHED = 30
 # load); prepare is retried only at the next resync (POD_RESYNC_PERIOD, POD_RESYNC_JITTER). The wait
 # still ends as soon as the pod runs.
 CLAIM_POD_START = 120
+# A claim pod whose driver keeps failing its prepare: the limit on a runaway, not on a slow start (each failed
+# prepare the kubelet reports gives a claim pod's start another CLAIM_POD_START: wait/dra.py with_prepare_retries).
+CLAIM_POD_START_CEILING = 600
 # A failed NodePrepareResources retried at the next pod resync: at most 90 s, plus the pod starting.
 PREPARE_RETRY_AT_RESYNC = 120
 # A claim pod started again by a restarted kubelet whose first prepare failed or was blocked: the new

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, Self
+from typing import Any, ClassVar, Protocol, Self, TypeVar
 
 from kubernetes import client
 
@@ -19,7 +19,9 @@ from device_conformance.kube.podresources import PodResources
 from device_conformance.wait import dra as wait_dra
 from device_conformance.wait import kube as wait_kube
 from device_conformance.wait import podresources as wait_podresources
-from device_conformance.wait.core import stays
+from device_conformance.wait.core import Pending, stays
+
+T = TypeVar("T")
 
 
 class HostPaths(Protocol):
@@ -209,6 +211,19 @@ class ClaimPodHandle(PodHandle):
         """The claim once condition(claim) holds; `what` completes "ResourceClaim <ns>/<name> ..."."""
         name = self.claim_name()
         return wait_dra.for_claim(self.kube, self.resource_api, self.namespace, name, condition, what, timeout)
+
+    def wait_running(self, timeout: float | None = None) -> client.V1Pod:
+        """Running and Ready; every failed prepare the kubelet reports gives the wait another `timeout`, in which
+        its next attempt is due (wait/dra.py with_prepare_retries): a driver may fail a claim, then prepare it."""
+        return wait_dra.for_claim_pod_running(self.kube, self.namespace, self.name, stall=self._start(timeout))
+
+    def wait_while_preparing(
+        self, probe: Callable[[], T | Pending | None], what: str, timeout: float | None = None
+    ) -> T:
+        """Until probe yields, with the same allowance for the kubelet's prepare retries as wait_running."""
+        return wait_dra.with_prepare_retries(
+            self.kube, self.namespace, self.name, probe, what=what, stall=self._start(timeout)
+        )
 
     def wait_prepare_refusal(self, timeout: float = timeouts.CLAIM_POD_START) -> str:
         """The kubelet's first FailedPrepareDynamicResources event of the pod other than the node authorizer's lag

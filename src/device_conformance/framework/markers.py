@@ -10,6 +10,7 @@ from device_conformance.expectations.dra import (
     FIRST_DRA_CONNECTION_MONITORING_MINOR,
     FIRST_DRA_MINOR,
     FIRST_NONE_TAINT_EFFECT_MINOR,
+    FIRST_PODRESOURCES_DRA_MINOR,
     FIRST_RESOURCE_HEALTH_STATUS_MINOR,
     FIRST_SEAMLESS_DRIVER_UPDATE_MINOR,
 )
@@ -33,6 +34,10 @@ SINCE_RESOURCE_HEALTH_STATUS = pytest.mark.since(
 )
 SINCE_ADMIN_ACCESS = pytest.mark.since("1.34", "DRAAdminAccess is beta and on from 1.34 (KEP-5018)")
 SINCE_PODRESOURCES_GET = pytest.mark.since("1.34", "podresources Get (KubeletPodResourcesGet) on by default")
+SINCE_PODRESOURCES_DRA = pytest.mark.since(
+    f"1.{FIRST_PODRESOURCES_DRA_MINOR}",
+    "podresources lists DRA claims, where the CDI devices are read (KubeletPodResourcesDynamicResources, #132940)",
+)
 
 # Device taints
 SINCE_DEVICE_TAINTS = pytest.mark.since(

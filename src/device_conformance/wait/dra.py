@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from kubernetes import client
 
 from device_conformance.core import timeouts
 from device_conformance.kube import dra, pods
 from device_conformance.kube.client import Kube
-from device_conformance.wait.core import Pending, until
+from device_conformance.wait.core import Abort, Pending, until
 from device_conformance.wait.kube import for_gone, for_object
+from device_conformance.wait.progress import Budget, of_values, until_progressing
+
+T = TypeVar("T")
 
 
 def for_generated_claim(kube: Kube, namespace: str, pod: str, claim: str, timeout: float = timeouts.CLAIM) -> str:
@@ -94,6 +97,48 @@ def for_pod_unschedulable(kube: Kube, namespace: str, name: str, timeout: float 
         return Pending(pods.summary(pod))
 
     return until(probe, what=f"pod {namespace}/{name} to be Unschedulable", timeout=timeout)
+
+
+def failed_prepares(kube: Kube, namespace: str, pod: str) -> int:
+    """How many times the kubelet reported a failed prepare of the pod's claims: its FailedPrepareDynamicResources
+    events (pkg/kubelet/kuberuntime/kuberuntime_manager.go SyncPod, one per attempt), counts summed."""
+    selector = f"involvedObject.name={pod},reason=FailedPrepareDynamicResources"
+    events = kube.core.list_namespaced_event(namespace, field_selector=selector).items
+    return sum(event.count or 1 for event in events)
+
+
+def with_prepare_retries(
+    kube: Kube, namespace: str, pod: str, probe: Callable[[], T | Pending | None], *, what: str, stall: float
+) -> T:
+    """Until probe yields, for as long as the kubelet keeps trying to prepare the pod's claims: each failed
+    prepare (its event) gives the wait another `stall` seconds, in which the kubelet's next attempt is due
+    (at the pod's next resync, timeouts.POD_RESYNC_PERIOD). A driver may fail a claim and succeed later (dra/v1
+    api.proto NodePrepareResourceResponse.error), so the number of attempts is the driver's; no attempt within
+    `stall` is a hang. CLAIM_POD_START_CEILING stops a driver that fails forever."""
+    return until_progressing(
+        probe,
+        what=what,
+        progress=of_values(lambda: failed_prepares(kube, namespace, pod), "failed prepares: "),
+        budget=Budget(stall=stall, ceiling=timeouts.CLAIM_POD_START_CEILING),
+        interval=0.2,
+        max_interval=1.0,
+    )
+
+
+def for_claim_pod_running(
+    kube: Kube, namespace: str, pod: str, stall: float = timeouts.CLAIM_POD_START
+) -> client.V1Pod:
+    """Running and Ready (ends early when the pod ends instead), the kubelet's prepare retries allowed for."""
+
+    def probe() -> client.V1Pod | Pending:
+        found = pods.read(kube, namespace, pod)
+        if found.status.phase in ("Succeeded", "Failed"):
+            raise Abort(f"pod {namespace}/{pod} ended: {pods.summary(found)}")
+        return found if found.status.phase == "Running" and pods.is_ready(found) else Pending(pods.summary(found))
+
+    return with_prepare_retries(
+        kube, namespace, pod, probe, what=f"pod {namespace}/{pod} to be Running and Ready", stall=stall
+    )
 
 
 def for_event(

@@ -38,6 +38,8 @@ class ClaimPreparer:
         self._held: set[str] = set()
         self._ever: set[str] = set()
         self._shared_spec = threading.Lock()  # cdi-claim-edits-global: one file, read and rewritten per claim
+        self._failed_once: set[tuple[str, str]] = set()  # claim-error-once: (method, claim UID) already failed
+        self._failed_lock = threading.Lock()
 
     def prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
         """Devices for the response; idempotent like a real driver (the kubelet retries). The configured
@@ -48,6 +50,15 @@ class ClaimPreparer:
         self._held.add(uid)
         self._ever.add(uid)
         return devices
+
+    def fails_once(self, method: str, uid: str) -> bool:
+        """Pattern claim-error-once: True the first time `method` is called for the claim (in this process)."""
+        if "claim-error-once" not in self.patterns:
+            return False
+        with self._failed_lock:
+            first = (method, uid) not in self._failed_once
+            self._failed_once.add((method, uid))
+        return first
 
     def _cdi_device(self, device: str) -> str:
         if "restart-renames-cdi-devices" in self._config.defects:

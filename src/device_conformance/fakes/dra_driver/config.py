@@ -36,13 +36,20 @@ DEFECTS = DRA_DRIVER_DEFECTS.names
 #       pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go, GenerateRegisterPluginFunc).
 #   prepare-no-devices: every claim is answered with zero devices and no CDI spec is written (a driver applying
 #       devices through NRI; the API: "each request may have zero or more devices").
+#   claim-error-once: the first NodePrepareResources and the first NodeUnprepareResources of each claim answer OK
+#       with the claim's `error` set (a transient failure), later ones as usual. The kubeletplugin helper answers
+#       every PrepareResult.Err and UnprepareResourceClaims error so (draplugin.go nodePluginImplementation); the
+#       API: "If non-empty, preparing the ResourceClaim failed" and the kubelet tries again
+#       (pkg/kubelet/cm/dra/manager.go: "NodePrepareResources failed for ResourceClaim", the pod's sync retried).
 PATTERNS = (
     "fetch-claims-first",
     "cdi-common-device",
     "cdi-static-per-device",
     "serve-after-notify",
     "prepare-no-devices",
+    "claim-error-once",
 )
+CLAIM_ERROR_ONCE = "transient failure, try again (pattern claim-error-once)"
 COMMON_CDI_DEVICE = "common"
 INVALID_CDI_VERSION = "0.0.0-defect"
 HEALTH_SERVICE_TOKEN = "v1alpha1.DRAResourceHealth"
