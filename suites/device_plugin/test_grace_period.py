@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
+from device_conformance.fixtures.cluster import node_with_access
 from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
 from device_conformance.fixtures.reports import attach_on_failure
 
@@ -62,10 +63,6 @@ class Scenario:
         return self.started + ENDPOINT_STOP_GRACE_SECONDS
 
 
-def _node(cluster):
-    return cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
-
-
 def _counts(kube, node, handle: DevicePluginHandle) -> NodeResource:
     return NodeResource(kube, node.name, handle.config.resource_name)
 
@@ -100,7 +97,7 @@ def _stays(counts: NodeResource, wanted: tuple[int, int], duration: float) -> It
 @pytest.fixture(scope="module")
 def plugin_not_reregistered_after_kubelet_restart(cluster, kube, tmp_path_factory) -> Iterator[Scenario]:
     """A registered plugin that holds its registration across a kubelet restart, so it never registers again."""
-    node = _node(cluster)
+    node = node_with_access(cluster)
     with _registered(node, kube, tmp_path_factory) as restarted:
         restarted.hold_registration(True)
         node.kubelet.restart()
@@ -112,7 +109,7 @@ def plugin_not_reregistered_after_kubelet_restart(cluster, kube, tmp_path_factor
 def unhealthy_device_of_deleted_pod(cluster, kube, tmp_path_factory, module_pod_factory) -> Iterator[Scenario]:
     """Upstream DF3's long half: a live plugin's only device turned unhealthy under a pod since deleted,
     watched to stay out of allocatable (capacity kept) past the grace period."""
-    node = _node(cluster)
+    node = node_with_access(cluster)
     with _registered(node, kube, tmp_path_factory, devices=("dev-0",)) as unhealthy:
         counts = _counts(kube, node, unhealthy)
         user = module_pod_factory("user", ["sleep", "86400"], resources={unhealthy.config.resource_name: 1})
@@ -130,7 +127,7 @@ def unhealthy_device_of_deleted_pod(cluster, kube, tmp_path_factory, module_pod_
 @pytest.fixture(scope="module")
 def plugin_refused_at_first_listandwatch(cluster, kube, tmp_path_factory) -> Iterator[Scenario]:
     """A registered plugin whose first ListAndWatch fails, watched to stay at 0/0 past the grace period."""
-    node = _node(cluster)
+    node = node_with_access(cluster)
     with _registered(node, kube, tmp_path_factory, hold_registration=True) as refused:
         refused.fail("ListAndWatch", "INTERNAL", "fake ListAndWatch failure")
         refused.hold_registration(False)
@@ -145,7 +142,7 @@ def plugin_refused_at_first_listandwatch(cluster, kube, tmp_path_factory) -> Ite
 @pytest.fixture(scope="module")
 def killed_plugin(cluster, kube, tmp_path_factory) -> Iterator[Scenario]:
     """A registered plugin killed: its devices go unhealthy, capacity kept."""
-    node = _node(cluster)
+    node = node_with_access(cluster)
     with _registered(node, kube, tmp_path_factory) as killed:
         killed.kill()
         killed_time = time.monotonic()
@@ -157,7 +154,7 @@ def killed_plugin(cluster, kube, tmp_path_factory) -> Iterator[Scenario]:
 @pytest.fixture(scope="module")
 def killed_plugin_to_respawn_after_expiry(cluster, kube, tmp_path_factory) -> Iterator[Scenario]:
     """A registered plugin killed, with the kubelet log's size at the kill, for its test to respawn it."""
-    node = _node(cluster)
+    node = node_with_access(cluster)
     with _registered(node, kube, tmp_path_factory) as revived:
         gone_mark = node.kubelet.log_mark()
         revived.kill()
@@ -170,7 +167,7 @@ def killed_plugin_to_respawn_after_expiry(cluster, kube, tmp_path_factory) -> It
 @pytest.fixture(scope="module")
 def ended_listandwatch_stream(cluster, kube, tmp_path_factory) -> Iterator[Scenario]:
     """A registered plugin whose ListAndWatch stream ended with an error: a disconnect, the plugin alive."""
-    node = _node(cluster)
+    node = node_with_access(cluster)
     with _registered(node, kube, tmp_path_factory) as ended:
         ended.end_stream("fake stream failure")
         ended_time = time.monotonic()

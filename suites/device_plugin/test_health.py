@@ -13,7 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
-from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
+from device_conformance.fixtures.cluster import node_with_access
+from device_conformance.fixtures.device_plugins import allocations, serving_plugin
 from device_conformance.fixtures.reports import attach_on_failure
 from device_conformance.fixtures.vendor import allocatable_ids
 from kubernetes.client import ApiException
@@ -66,20 +67,6 @@ def _running_unchanged(pod: PodHandle) -> str | None:
     return pods.summary(current) if restarted_or_replaced(current, pod.uid) else None
 
 
-def _node(cluster):
-    return cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
-
-
-@contextmanager
-def _plugin(node, tmp_path_factory, **options) -> Iterator[DevicePluginHandle]:
-    """A fake plugin serving for the scenario's fixture, stopped with it."""
-    plugin = start_plugin(node, tmp_path_factory, **options)
-    try:
-        yield plugin
-    finally:
-        stop_plugins([plugin])
-
-
 @contextmanager
 def _window(probe, what: str) -> Iterator[Watch]:
     """Upstream's minute of `probe` holding, in the background; cancelled with the scenario's fixture."""
@@ -93,8 +80,8 @@ def _window(probe, what: str) -> Iterator[Watch]:
 @pytest.fixture(scope="module")
 def pod_on_unhealthy_device(cluster, kube, tmp_path_factory, module_pod_factory) -> Iterator[PodWindow]:
     """A pod running on dev-0, the plugin's only device, which then turned unhealthy; watched not to be evicted."""
-    node = _node(cluster)
-    with _plugin(node, tmp_path_factory, devices=("dev-0",)) as plugin:
+    node = node_with_access(cluster)
+    with serving_plugin(node, tmp_path_factory, devices=("dev-0",)) as plugin:
         counts = NodeResource(kube, node.name, plugin.config.resource_name)
         counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
         user = module_pod_factory("user", ["sleep", "86400"], resources={plugin.config.resource_name: 1})
@@ -111,8 +98,8 @@ def pod_on_unhealthy_device(cluster, kube, tmp_path_factory, module_pod_factory)
 @pytest.fixture(scope="module")
 def unhealthy_device_of_deleted_pod(cluster, kube, tmp_path_factory, module_pod_factory) -> Iterator[Window]:
     """dev-0, the plugin's only device, turned unhealthy under a pod since deleted; watched to stay unallocatable."""
-    node = _node(cluster)
-    with _plugin(node, tmp_path_factory, devices=("dev-0",)) as plugin:
+    node = node_with_access(cluster)
+    with serving_plugin(node, tmp_path_factory, devices=("dev-0",)) as plugin:
         counts = NodeResource(kube, node.name, plugin.config.resource_name)
         counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
         gone = module_pod_factory("gone", ["sleep", "86400"], resources={plugin.config.resource_name: 1})
@@ -136,8 +123,8 @@ def unhealthy_device_of_deleted_pod(cluster, kube, tmp_path_factory, module_pod_
 @pytest.fixture(scope="module")
 def ended_listandwatch_stream(cluster, kube, tmp_path_factory) -> Iterator[Window]:
     """A plugin whose only ListAndWatch stream ended with an error; watched for the kubelet calling it again."""
-    node = _node(cluster)
-    with _plugin(node, tmp_path_factory) as plugin:
+    node = node_with_access(cluster)
+    with serving_plugin(node, tmp_path_factory) as plugin:
         counts = NodeResource(kube, node.name, plugin.config.resource_name)
         counts.wait_counts(2, 2, timeouts.DEVICE_COUNTS_AFTER_RESTART)
         assert plugin.end_stream("fake stream failure") == 1, "the plugin had no open ListAndWatch stream to end"

@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pytest
-from device_conformance.fixtures.device_plugins import allocations, start_plugin, stop_plugins
+from device_conformance.fixtures.cluster import node_with_access
+from device_conformance.fixtures.device_plugins import allocations, serving_plugin
 
 from device_conformance.framework import (
     REFUSED_REREGISTRATION_DROPS_LIVE_CLIENT,
@@ -75,20 +76,6 @@ def _rejected_watch(kube, node_name: str, plugin: DevicePluginHandle, resource: 
     return watch(broken, what=what, duration=timeouts.DEVICE_PLUGIN_UPDATE_WINDOW)
 
 
-def _node(cluster):
-    return cluster.nodes[0] if cluster.nodes else pytest.skip("needs node access (local or kind provider)")
-
-
-@contextmanager
-def _plugin(node, tmp_path_factory, **options) -> Iterator[DevicePluginHandle]:
-    """A fake plugin serving for the scenario's fixture, stopped with it."""
-    plugin = start_plugin(node, tmp_path_factory, **options)
-    try:
-        yield plugin
-    finally:
-        stop_plugins([plugin])
-
-
 @contextmanager
 def _refused(kube, node_name: str, plugin: DevicePluginHandle, calls: list) -> Iterator[Rejected]:
     """The plugin once the kubelet refused its Register, watched for the minute (_rejected_watch)."""
@@ -103,9 +90,9 @@ def _refused(kube, node_name: str, plugin: DevicePluginHandle, calls: list) -> I
 @pytest.fixture(scope="module")
 def plugin_with_unsupported_api_version(cluster, kube, tmp_path_factory) -> Iterator[Rejected]:
     """A plugin registering with API version v1alpha9, refused by the kubelet and watched for the minute."""
-    node = _node(cluster)
+    node = node_with_access(cluster)
     with (
-        _plugin(node, tmp_path_factory, api_version=WRONG_VERSION) as plugin,
+        serving_plugin(node, tmp_path_factory, api_version=WRONG_VERSION) as plugin,
         _refused(kube, node.name, plugin, []) as rejected,
     ):
         yield rejected
@@ -114,10 +101,10 @@ def plugin_with_unsupported_api_version(cluster, kube, tmp_path_factory) -> Iter
 @pytest.fixture(scope="module")
 def plugin_with_invalid_resource_name(cluster, kube, tmp_path_factory) -> Iterator[Rejected]:
     """A plugin registering a resource name without a domain, refused by the kubelet and watched for the minute."""
-    node = _node(cluster)
+    node = node_with_access(cluster)
     name = f"dc-{uuid.uuid4().hex[:8]}-nodomain"
     with (
-        _plugin(node, tmp_path_factory, resource=name) as plugin,
+        serving_plugin(node, tmp_path_factory, resource=name) as plugin,
         _refused(kube, node.name, plugin, []) as rejected,
     ):
         yield rejected
@@ -126,8 +113,8 @@ def plugin_with_invalid_resource_name(cluster, kube, tmp_path_factory) -> Iterat
 @pytest.fixture(scope="module")
 def plugin_failing_get_device_plugin_options(cluster, kube, tmp_path_factory) -> Iterator[Rejected]:
     """A plugin whose GetDevicePluginOptions fails inside Register, refused and watched for the minute."""
-    node = _node(cluster)
-    with _plugin(node, tmp_path_factory, hold_registration=True) as plugin:
+    node = node_with_access(cluster)
+    with serving_plugin(node, tmp_path_factory, hold_registration=True) as plugin:
         plugin.fail("GetDevicePluginOptions", "INTERNAL", "fake options failure")
         plugin.hold_registration(False)
         with _refused(kube, node.name, plugin, [("GetDevicePluginOptions", "INTERNAL")]) as rejected:
