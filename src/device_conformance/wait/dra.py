@@ -10,8 +10,8 @@ from kubernetes import client
 from device_conformance.core import timeouts
 from device_conformance.kube import dra, pods
 from device_conformance.kube.client import Kube
-from device_conformance.wait.core import Abort, Pending, until
-from device_conformance.wait.kube import for_gone, for_object
+from device_conformance.wait.core import Pending, until
+from device_conformance.wait.kube import for_gone, for_object, running_ready
 from device_conformance.wait.progress import Budget, of_values, until_progressing
 
 T = TypeVar("T")
@@ -129,16 +129,8 @@ def for_claim_pod_running(
     kube: Kube, namespace: str, pod: str, stall: float = timeouts.CLAIM_POD_START
 ) -> client.V1Pod:
     """Running and Ready (ends early when the pod ends instead), the kubelet's prepare retries allowed for."""
-
-    def probe() -> client.V1Pod | Pending:
-        found = pods.read(kube, namespace, pod)
-        if found.status.phase in ("Succeeded", "Failed"):
-            raise Abort(f"pod {namespace}/{pod} ended: {pods.summary(found)}")
-        return found if found.status.phase == "Running" and pods.is_ready(found) else Pending(pods.summary(found))
-
-    return with_prepare_retries(
-        kube, namespace, pod, probe, what=f"pod {namespace}/{pod} to be Running and Ready", stall=stall
-    )
+    what = f"pod {namespace}/{pod} to be Running and Ready"
+    return with_prepare_retries(kube, namespace, pod, running_ready(kube, namespace, pod), what=what, stall=stall)
 
 
 def for_event(

@@ -79,16 +79,24 @@ def for_pod_phase(
     return until(probe, what=f"pod {namespace}/{name} to reach phase {phase}", timeout=timeout)
 
 
-def for_pod_running_ready(
-    kube: Kube, namespace: str, name: str, timeout: float = timeouts.POD_START_UNNAMED
-) -> client.V1Pod:
+def running_ready(kube: Kube, namespace: str, name: str) -> Callable[[], client.V1Pod | Pending]:
+    """A probe: the pod once Running and Ready; Abort when it ended instead."""
+
     def probe() -> client.V1Pod | Pending:
         pod = pods.read(kube, namespace, name)
         if pod.status.phase in ("Succeeded", "Failed"):
             raise Abort(f"pod {namespace}/{name} ended: {pods.summary(pod)}")
         return pod if pod.status.phase == "Running" and pods.is_ready(pod) else Pending(pods.summary(pod))
 
-    return until(probe, what=f"pod {namespace}/{name} to be Running and Ready", timeout=timeout)
+    return probe
+
+
+def for_pod_running_ready(
+    kube: Kube, namespace: str, name: str, timeout: float = timeouts.POD_START_UNNAMED
+) -> client.V1Pod:
+    return until(
+        running_ready(kube, namespace, name), what=f"pod {namespace}/{name} to be Running and Ready", timeout=timeout
+    )
 
 
 def for_resource_counts(
