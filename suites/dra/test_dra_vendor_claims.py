@@ -7,6 +7,8 @@ one NodePrepareResources per driver with every claim of a pod (manager.go prepar
 it prepares before the sandbox, whatever becomes of the containers, and unprepares on the pod's termination.
 The driver's part: its CDI specs of a claim are gone once the claim is unprepared (k8s.io/kubelet/pkg/apis/dra/v1
 api.proto, NodeUnprepareResources "is the opposite of NodePrepareResources"; certify clause DRA-UNPREPARE-CDI).
+A claim's CDI device IDs are read from the kubelet's DRA checkpoint while it is prepared (claim_cdi_ids: on every
+release with DRA); podresources, which lists claims from 1.34 only (kubernetes#132940), is compared where it does.
 
 Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and the failing line:
 - test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last
@@ -26,25 +28,28 @@ from device_conformance.fixtures.dra_blackbox import (
     cdi_env,
     cdi_ids,
     checkpointed,
+    claim_cdi_ids,
     claim_pod_with_image,
     defined_cdi_ids,
     listed_claims,
+    podresources_lists_claims,
     seen_env,
     undefined_cdi_ids,
 )
 from device_conformance.fixtures.dra_pods import claims_pod
 
-from device_conformance.framework import SINCE_PODRESOURCES_DRA, ClaimPodHandle, Pending, timeouts, wait_dra
+from device_conformance.framework import ClaimPodHandle, Pending, timeouts, wait_dra
 
 pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
 
 
 def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
-    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids, cluster_versions
 ):
-    """Two pods using one ResourceClaim: one NodePrepareResources for both; the first pod deleted, the claim stays
-    prepared (no call, the checkpoint holds it for the second pod alone, its CDI devices still defined); the
-    second deleted, exactly one NodeUnprepareResources and the CDI devices are no longer defined."""
+    """Two pods using one ResourceClaim: one NodePrepareResources for both (podresources lists the same CDI devices
+    for both, where it lists claims); the first pod deleted, the claim stays prepared (no call, the checkpoint
+    holds it for the second pod alone, its CDI devices still defined); the second deleted, exactly one
+    NodeUnprepareResources and the CDI devices are no longer defined."""
     driver = subject_driver.driver_name
     before = answered_calls.mark()
     claim = dra_objects.claim(driver)
@@ -55,8 +60,10 @@ def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
     second.wait_running()
     uid = first.claim_uid()
     assert answered_calls.since(before) == (1, 0), "one NodePrepareResources for the shared claim"
-    ids = cdi_ids(listed_claims(first))
-    assert cdi_ids(listed_claims(second)) == ids, "podresources lists other CDI devices for the second pod"
+    ids = claim_cdi_ids(node, driver, uid)
+    if podresources_lists_claims(cluster_versions.kubelet):
+        listed_first = cdi_ids(listed_claims(first))
+        assert cdi_ids(listed_claims(second)) == listed_first, "podresources lists other CDI devices for the second pod"
 
     first.delete()
     first.wait_gone(timeout=timeouts.UNPREPARE)
@@ -74,25 +81,25 @@ def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
     )
 
 
-@SINCE_PODRESOURCES_DRA
 def test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together(
-    node, answered_calls, dra_objects, subject_driver, cdi_runtime, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, cdi_runtime, tmp_path, startup_cdi_ids, cluster_versions
 ):
     """A pod with two ResourceClaims of the driver (one device each) runs after exactly one NodePrepareResources
-    (both claims in it); podresources lists both for the container, which sees the CDI environment of both;
-    deleting the pod makes exactly one NodeUnprepareResources and both claims' CDI devices are no longer
-    defined."""
+    (both claims in it); podresources lists both for the container (where it lists claims); the container sees
+    the CDI environment of both; deleting the pod makes exactly one NodeUnprepareResources and both claims' CDI
+    devices are no longer defined."""
     driver = subject_driver.driver_name
     before = answered_calls.mark()
     claims = {"one": dra_objects.claim(driver), "two": dra_objects.claim(driver)}
     pod = claims_pod(dra_objects, "two-claims", claims, {"main": ["one", "two"]}, command=PRINT_ENV)
     wait_dra.for_claim_pod_running(pod.kube, pod.namespace, pod.name)
     assert answered_calls.since(before) == (1, 0), "one NodePrepareResources for the pod's claims"
-    listed = listed_claims(pod)
-    assert sorted(listed) == sorted(claims.values()), f"podresources lists claims {sorted(listed)}"
+    if podresources_lists_claims(cluster_versions.kubelet):
+        listed = listed_claims(pod)
+        assert sorted(listed) == sorted(claims.values()), f"podresources lists claims {sorted(listed)}"
     uids = sorted(dra_objects.get_claim(c)["metadata"]["uid"] for c in claims.values())
     assert sorted(checkpointed(node, driver)) == uids, "dra_manager_state holds both claims"
-    ids = cdi_ids(listed)
+    ids = list(dict.fromkeys(i for uid in uids for i in claim_cdi_ids(node, driver, uid)))
     missing = set(cdi_env(node, tmp_path / "cdi", ids)) - seen_env(pod)
     assert not missing, f"the container lacks {sorted(missing)} of CDI devices {ids}"
 
@@ -122,7 +129,7 @@ def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
     first = created()
     first.wait_running()
     first_claim, first_uid = first.claim_name(), first.claim_uid()
-    ids = cdi_ids(listed_claims(first))
+    ids = claim_cdi_ids(node, driver, first_uid)
     first.delete()
     first.wait_gone(timeout=timeouts.UNPREPARE)
     first.wait_claim_gone(first_claim)
@@ -158,7 +165,7 @@ def test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete(
     assert answered_calls.since(before) == (1, 0), "one NodePrepareResources before the sandbox"
     uid = pod.claim_uid()
     assert list(checkpointed(node, driver)) == [uid], "dra_manager_state holds the pod's claim"
-    ids = cdi_ids(listed_claims(pod))
+    ids = claim_cdi_ids(node, driver, uid)
     assert pod.read().status.phase == "Pending", pod.summary()
 
     pod.delete()

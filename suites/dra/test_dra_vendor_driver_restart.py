@@ -20,7 +20,7 @@ Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and 
 """
 
 import pytest
-from device_conformance.fixtures.dra_blackbox import cdi_ids, checkpointed, defined_cdi_ids, listed_claims
+from device_conformance.fixtures.dra_blackbox import checkpointed, claim_cdi_ids, defined_cdi_ids
 from device_conformance.fixtures.vendor import wait_slices
 
 from device_conformance.framework import timeouts
@@ -39,7 +39,7 @@ def test_driver_restarted_while_the_pod_runs_unprepares_its_claim_after(
     pod = dra_objects.claim_pod("drv-restart", driver)
     pod.wait_running()
     uid = pod.claim_uid()
-    ids = cdi_ids(listed_claims(pod))
+    ids = claim_cdi_ids(node, driver, uid)
 
     subject_driver.stop()
     subject_driver.respawn()
@@ -64,7 +64,7 @@ def test_pod_deleted_while_the_driver_is_down_is_unprepared_once_it_is_back(
     pod = dra_objects.claim_pod("drv-down", driver)
     pod.wait_running()
     uid = pod.claim_uid()
-    ids = cdi_ids(listed_claims(pod))
+    ids = claim_cdi_ids(node, driver, uid)
 
     subject_driver.kill()
     pod.delete()

@@ -18,7 +18,7 @@ Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and 
 """
 
 import pytest
-from device_conformance.fixtures.dra_blackbox import checkpointed
+from device_conformance.fixtures.dra_blackbox import claim_cdi_ids
 from device_conformance.fixtures.vendor import cdi_specs, wait_slices
 from device_conformance.fixtures.vendor_isolation import (
     cdi_items,
@@ -31,14 +31,6 @@ from device_conformance.fixtures.vendor_isolation import (
 )
 
 pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
-
-
-def _cdi_ids(node, driver, pod):
-    """The CDI IDs the kubelet's DRA checkpoint keeps for the pod's claim (from the driver's answer)."""
-    uid = pod.claim_uid()
-    held = checkpointed(node, driver)
-    assert uid in held, f"dra_manager_state holds no claim {uid} of {driver} for running {pod}: {sorted(held)}"
-    return list(dict.fromkeys(i for _, _, ids in held[uid]["devices"] for i in ids))
 
 
 def test_container_without_the_claim_sees_none_of_its_device(
@@ -56,13 +48,13 @@ def test_container_without_the_claim_sees_none_of_its_device(
     if len(devices) >= 2:
         other = claim_pod_with_plain(dra_objects, "other", driver, plain=False)
         other.wait_running()
-        other_ids = _cdi_ids(node, driver, other)
+        other_ids = claim_cdi_ids(node, driver, other.claim_uid())
         other_expected = cdi_items(cdi_specs(node, tmp_path / "cdi-other"), other_ids)
     else:
         request.node.user_properties.append(("other_claim", f"not judged: {driver} offers {devices} on the node"))
     holder = claim_pod_with_plain(dra_objects, "holder", driver)
     holder.wait_running()
-    ids = _cdi_ids(node, driver, holder)
+    ids = claim_cdi_ids(node, driver, holder.claim_uid())
     specs = cdi_specs(node, tmp_path / "cdi")
     expected = cdi_items(specs, ids)
     request.node.user_properties.append(("cdi_devices", ids))

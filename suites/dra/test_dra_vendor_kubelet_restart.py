@@ -4,7 +4,9 @@ What survives a kubelet restart is dra_manager_state (pkg/kubelet/cm/dra/state: 
 devices and CDI IDs the driver answered, written before and after NodePrepareResources in
 pkg/kubelet/cm/dra/manager.go prepareResources); a new kubelet unprepares from it the claims of pods deleted while
 it was down (manager.go UnprepareResources via the pod worker's termination, and the reconcile loop). Call counts
-are the new kubelet's own metric (dra_grpc_operations_duration_seconds_count, zero at each start).
+are the new kubelet's own metric (dra_grpc_operations_duration_seconds_count, zero at each start). A claim's CDI
+device IDs are read from that checkpoint while it is prepared (claim_cdi_ids; podresources lists claims from 1.34
+only, kubernetes#132940).
 
 Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and the failing line:
 - test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares_once
@@ -23,9 +25,9 @@ from device_conformance.fixtures.dra_blackbox import (
     PRINT_ENV,
     allocated,
     cdi_env,
-    cdi_ids,
     check_answered,
     checkpointed,
+    claim_cdi_ids,
     defined_cdi_ids,
     listed_claims,
     main_status,
@@ -52,7 +54,7 @@ def test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares
     pod.wait_running(timeout=timeouts.CLAIM_POD_START)
     uid = pod.claim_uid()
     assert list(checkpointed(node, driver)) == [uid], "dra_manager_state holds the pod's claim"
-    ids = cdi_ids(listed_claims(pod))
+    ids = claim_cdi_ids(node, driver, uid)
     missing = set(cdi_env(node, tmp_path / "cdi", ids)) - seen_env(pod)
     assert not missing, f"the container lacks {sorted(missing)} of CDI devices {ids}"
     prepared = answered_calls.since()[0]
@@ -78,7 +80,7 @@ def test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back(
     pod = dra_objects.claim_pod("deleted-down", driver)
     pod.wait_running()
     uid = pod.claim_uid()
-    ids = cdi_ids(listed_claims(pod))
+    ids = claim_cdi_ids(node, driver, uid)
     with node.kubelet.stopped():
         pod.delete()
         assert pod.read_if_present() is not None, "the pod object went while the kubelet was down"
@@ -136,7 +138,7 @@ def test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again(
     driver = subject_driver.driver_name
     pod = dra_objects.claim_pod("sandbox", driver, PRINT_ENV, restart_policy="Always")
     pod.wait_running()
-    ids = cdi_ids(listed_claims(pod))
+    ids = claim_cdi_ids(node, driver, pod.claim_uid())
     expected = set(cdi_env(node, tmp_path / "cdi", ids))
     old = main_status(pod).container_id
 

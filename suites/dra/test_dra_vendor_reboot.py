@@ -19,8 +19,7 @@ import pytest
 from device_conformance.fixtures.dra_blackbox import (
     PRINT_ENV,
     cdi_env,
-    cdi_ids,
-    listed_claims,
+    claim_cdi_ids,
     main_status,
     remove_cdi_specs,
     seen_env,
@@ -34,12 +33,12 @@ from device_conformance.framework import timeouts
 pytestmark = [pytest.mark.dra, pytest.mark.disruptive, pytest.mark.vendor_blackbox("dra-driver")]
 
 
-def running_cdi_pod(dra_objects, driver, prefix):
+def running_cdi_pod(node, dra_objects, driver, prefix):
     """A claim pod (one device, restartPolicy Always) printing its environment, Running, with its claim's CDI IDs
-    (podresources) and the env lines the node's CDI specs give them."""
+    (the kubelet's DRA checkpoint, claim_cdi_ids)."""
     pod = dra_objects.claim_pod(prefix, driver, PRINT_ENV, restart_policy="Always")
     pod.wait_running()
-    return pod, cdi_ids(listed_claims(pod))
+    return pod, claim_cdi_ids(node, driver, pod.claim_uid())
 
 
 def test_reboot_with_the_driver_running_prepares_the_claim_again(
@@ -49,7 +48,7 @@ def test_reboot_with_the_driver_running_prepares_the_claim_again(
     pod's claim exactly once, answered OK, and the pod's new container runs and sees the CDI environment of its
     claim again; no NodeUnprepareResources for a pod that stays."""
     driver = subject_driver.driver_name
-    pod, ids = running_cdi_pod(dra_objects, driver, "reboot")
+    pod, ids = running_cdi_pod(node, dra_objects, driver, "reboot")
     expected = cdi_env(node, tmp_path / "cdi", ids)
     assert set(expected) <= seen_env(pod), f"before the reboot the container lacks {set(expected) - seen_env(pod)}"
     old = main_status(pod).container_id
@@ -70,7 +69,7 @@ def test_reboot_with_lost_cdi_specs_and_the_driver_back_late(
     NodePrepareResources answered OK), the driver writes its CDI specs again, and the new container runs and sees
     the same CDI environment as before the reboot."""
     driver = subject_driver.driver_name
-    pod, ids = running_cdi_pod(dra_objects, driver, "late")
+    pod, ids = running_cdi_pod(node, dra_objects, driver, "late")
     expected = cdi_env(node, tmp_path / "cdi", ids)
     assert set(expected) <= seen_env(pod), f"before the reboot the container lacks {set(expected) - seen_env(pod)}"
     old = main_status(pod).container_id
