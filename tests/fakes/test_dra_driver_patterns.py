@@ -107,7 +107,7 @@ def test_prepare_no_devices_answers_none_and_writes_no_cdi_spec(run, tmp_path):
 
 
 def test_claim_error_once_fails_each_claims_first_prepare_and_unprepare_in_an_ok_answer(run, tmp_path):
-    handle, kubelet = run(["claim-error-once"])
+    _, kubelet = run(["claim-error-once"])
     first = kubelet.prepare([CLAIM]).claims["uid-1"]
     assert (first.error, list(first.devices)) == ("transient failure, try again (pattern claim-error-once)", [])
     assert cdi_files(tmp_path) == []  # nothing prepared by the failed answer

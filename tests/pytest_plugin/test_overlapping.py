@@ -1,4 +1,4 @@
-"""Scenario fixtures named in `overlapping` start together before a module's first test (pytest_plugin/overlapping.py)."""
+"""Named scenario fixtures start together before a module's first test (pytest_plugin/overlapping.py)."""
 
 from __future__ import annotations
 
