@@ -77,18 +77,29 @@ def _window(probe, what: str) -> Iterator[Watch]:
         started.cancel()
 
 
-@pytest.fixture(scope="module")
-def pod_on_unhealthy_device(cluster, kube, tmp_path_factory, module_pod_factory) -> Iterator[PodWindow]:
-    """A pod running on dev-0, the plugin's only device, which then turned unhealthy; watched not to be evicted."""
+@contextmanager
+def _pod_on_device_turned_unhealthy(
+    cluster, kube, tmp_path_factory, module_pod_factory, prefix: str
+) -> Iterator[tuple[DevicePluginHandle, NodeResource, PodHandle, str]]:
+    """DF3's start, for both its halves: a plugin with one device, dev-0, a pod running on it, then dev-0 turned
+    unhealthy (1/0 on the node); yields the plugin, its counts, the pod and the device it holds."""
     node = node_with_access(cluster)
     with serving_plugin(node, tmp_path_factory, devices=("dev-0",)) as plugin:
         counts = NodeResource(kube, node.name, plugin.config.resource_name)
         counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-        user = module_pod_factory("user", ["sleep", "86400"], resources={plugin.config.resource_name: 1})
-        user.wait_running()
+        pod = module_pod_factory(prefix, ["sleep", "86400"], resources={plugin.config.resource_name: 1})
+        pod.wait_running()
         [held] = allocations(plugin, 1)
         plugin.set_health("dev-0", False)
         counts.wait_counts(1, 0)
+        yield plugin, counts, pod, held
+
+
+@pytest.fixture(scope="module")
+def pod_on_unhealthy_device(cluster, kube, tmp_path_factory, module_pod_factory) -> Iterator[PodWindow]:
+    """A pod running on dev-0, the plugin's only device, which then turned unhealthy; watched not to be evicted."""
+    with _pod_on_device_turned_unhealthy(cluster, kube, tmp_path_factory, module_pod_factory, "user") as started:
+        plugin, counts, user, held = started
         with _window(
             lambda: _running_unchanged(user), what=f"{user} to keep running on its unhealthy device"
         ) as not_evicted:
@@ -98,15 +109,8 @@ def pod_on_unhealthy_device(cluster, kube, tmp_path_factory, module_pod_factory)
 @pytest.fixture(scope="module")
 def unhealthy_device_of_deleted_pod(cluster, kube, tmp_path_factory, module_pod_factory) -> Iterator[Window]:
     """dev-0, the plugin's only device, turned unhealthy under a pod since deleted; watched to stay unallocatable."""
-    node = node_with_access(cluster)
-    with serving_plugin(node, tmp_path_factory, devices=("dev-0",)) as plugin:
-        counts = NodeResource(kube, node.name, plugin.config.resource_name)
-        counts.wait_counts(1, 1, timeouts.DEVICE_COUNTS_AFTER_RESTART)
-        gone = module_pod_factory("gone", ["sleep", "86400"], resources={plugin.config.resource_name: 1})
-        gone.wait_running()
-        allocations(plugin, 1)
-        plugin.set_health("dev-0", False)
-        counts.wait_counts(1, 0)
+    with _pod_on_device_turned_unhealthy(cluster, kube, tmp_path_factory, module_pod_factory, "gone") as started:
+        plugin, counts, gone, _ = started
         gone.force_delete()
         gone.wait_gone(timeouts.FORCE_DELETED_POD_GONE)
 

@@ -419,7 +419,7 @@ class DraDriverCertifier:
         return response
 
     def _retried(self, method: str, uid: str) -> str:
-        """ ", after N failed answer(s) ..." for a claim the driver answered with an error before it succeeded."""
+        """What the verdict adds for a claim the driver failed in OK answers before it succeeded ("" if none)."""
         errors = self.failed_answers.get((method, uid), [])
         if not errors:
             return ""
