@@ -5,6 +5,13 @@ reservedFor entry (its pod gone, or replaced by one with a new UID) instead of c
 consumers were not evicted (v1.35.0 source; fixed from v1.36.0). To keep a stale entry in place long
 enough, a ValidatingAdmissionPolicy bound to the test namespace denies the resourceclaim controller
 (which would drop the entry at once) its status updates; it is removed after the test.
+
+The taint rule comes only once the controller manager's shared pod informer has seen the first pod go: while
+that informer still holds the pod, handlePods finds it, its UID matches, and the loop goes on to the later
+consumers, so the bug cannot show (seen once on 1.33.13 on a loaded machine). The resourceclaim controller shares
+that informer (cmd/kube-controller-manager/app/core.go: both take InformerFactory.Core().V1().Pods()) and tries
+to drop the stale entry as soon as it sees the pod gone or replaced (pkg/controller/resourceclaim/controller.go
+syncClaim): its first denied try, counted by the API server's policy metric, is that moment.
 """
 
 import uuid
@@ -66,6 +73,23 @@ def claim_controller_frozen(kube, namespace, dra_objects):
     admission.delete(kube, name, name)
 
 
+def wait_stale_entry_seen(kube, policy, denied_before):
+    """Until the resourceclaim controller has tried, and been denied, a status update of the claim: its pod
+    informer, shared with the taint eviction controller, no longer holds the first pod."""
+
+    def denied():
+        denied_now = admission.denials(kube, policy)
+        if denied_now > denied_before:
+            return True
+        return Pending(f"{denied_now} denials under policy {policy}, as before the first pod went")
+
+    until(
+        denied,
+        what="the resourceclaim controller to try dropping the stale reservedFor entry (denied by the policy)",
+        timeout=timeouts.STALE_RESERVATION_SEEN,
+    )
+
+
 def wait_policy_denies(kube, dra_objects, namespace, claim):
     """Policies take effect asynchronously: probe with a dry-run status update as the controller."""
     api = admission.impersonating(kube, CLAIM_CONTROLLER)
@@ -108,6 +132,7 @@ def test_consumers_after_a_stale_reservation_are_evicted(
     driver = dra_driver(devices=("dev-0",))
     claim, (first, second) = shared_claim_pods(dra_objects, driver, 2, keep_first=False)
     wait_policy_denies(kube, dra_objects, namespace, claim)
+    denied_before = admission.denials(kube, claim_controller_frozen)
 
     first.force_delete()
     first.wait_gone()
@@ -117,6 +142,7 @@ def test_consumers_after_a_stale_reservation_are_evicted(
     assert wait_dra.reserved_uids(state) == [first.uid, second.uid], (
         "precondition: the first reservedFor entry must still name the deleted pod"
     )
+    wait_stale_entry_seen(kube, claim_controller_frozen, denied_before)
 
     dra_objects.taint_rule(dra.device_taint(KEY, "NoExecute"), driver=driver.config.driver_name)
     assert_evicted(second)

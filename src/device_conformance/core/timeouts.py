@@ -150,6 +150,9 @@ TAINT_EVICTION = 30
 TAINT_RULE_STATUS = 30
 # A ValidatingAdmissionPolicy in force: the API server loads policies asynchronously.
 ADMISSION_POLICY_ACTIVE = 30
+# A pod deleted or replaced to the resourceclaim controller's first try at dropping its reservedFor entry: it
+# reacts to the informer's event (pkg/controller/resourceclaim/controller.go enqueuePod).
+STALE_RESERVATION_SEEN = 30
 
 # -- Device plugin suites: waits with no name above -------------------------------------------------
 

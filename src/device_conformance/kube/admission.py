@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from kubernetes import client
 
+from device_conformance.kube import metrics
 from device_conformance.kube.client import Kube
+
+# The API server counts every policy decision (k8s.io/apiserver pkg/admission/plugin/policy/validating/metrics:
+# check_total, labelled policy, policy_binding, error_type and enforcement_action "allow" or "deny"; the same
+# name and labels from 1.28 to 1.38).
+POLICY_CHECKS = "apiserver_validating_admission_policy_check_total"
 
 
 def deny_user_policy(name: str, user: str, *, group: str, resource: str, operations: list[str]) -> dict:
@@ -67,3 +73,9 @@ def impersonating(kube: Kube, user: str) -> client.ApiClient:
     return client.ApiClient(
         configuration=kube.api_client.configuration, header_name="Impersonate-User", header_value=user
     )
+
+
+def denials(kube: Kube, policy: str) -> int:
+    """How many requests the API server has denied under `policy` since it started (dry runs included)."""
+    samples = metrics.parse(metrics.apiserver_metrics(kube))
+    return metrics.total(samples, POLICY_CHECKS, policy=policy, enforcement_action="deny")

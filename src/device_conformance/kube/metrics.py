@@ -29,6 +29,19 @@ def kubelet_metrics(kube: Kube, node_name: str) -> str:
     return reply.data.decode("utf-8")
 
 
+def apiserver_metrics(kube: Kube) -> str:
+    """The API server's own /metrics, as text (`kubectl get --raw /metrics`), read unparsed as kubelet_metrics."""
+    reply = kube.api_client.call_api(
+        "/metrics",
+        "GET",
+        auth_settings=["BearerToken"],
+        _return_http_data_only=True,
+        _preload_content=False,
+        _request_timeout=15,
+    )
+    return reply.data.decode("utf-8")
+
+
 def parse(text: str) -> list[Sample]:
     """Every sample, in the order the text lists them (a histogram's _bucket/_count/_sum under their own names)."""
     return [
