@@ -28,6 +28,7 @@ pre { background: #f6f8fa; padding: .6em; overflow-x: auto; white-space: pre-wra
 pre.evidence-fail { border-left: .3em solid #b42318; }
 details { margin: .3em 0 1em 0; } summary { cursor: pointer; }
 .source { color: #555; font-size: .9em; }
+.not-judged { border-left: .3em solid #6b7280; padding-left: .5em; }
 """
 CLASS = {PASS: "PASS", FAIL: "FAIL", NOT_APPLICABLE: "NA"}
 
@@ -41,11 +42,26 @@ def _badge(verdict: str) -> str:
     return f'<span class="verdict {CLASS[verdict]}">{escape(verdict)}</span>'
 
 
+def _not_judged_badge(r: ClauseResult) -> str:
+    """Beside a PASS that could not judge every check: "NOT JUDGED: N" (report_text.verdict_text)."""
+    if not r.partly_judged:
+        return ""
+    return f' <span class="verdict NA">{escape(rt.verdict_text(r).split("; ", 1)[1].upper())}</span>'
+
+
+def _not_judged(r: ClauseResult) -> str:
+    if not r.not_judged:
+        return ""
+    items = "".join(f"<li>{_t(note)}</li>" for note in r.not_judged)
+    return f'<div class="not-judged">Not judged:<ul>{items}</ul></div>'
+
+
 def _row(r: ClauseResult) -> str:
     cid = _t(r.clause.id)
     return (
         f'<tr id="row-{cid}"><td><a href="#{cid}">{cid}</a></td>'
-        f"<td>{_badge(r.verdict)}</td><td>{_t(r.clause.rule)}</td><td>{_t(r.message)}</td></tr>"
+        f"<td>{_badge(r.verdict)}{_not_judged_badge(r)}</td><td>{_t(r.clause.rule)}</td>"
+        f"<td>{_t(r.message)}{_not_judged(r)}</td></tr>"
     )
 
 
@@ -61,9 +77,9 @@ def _evidence(r: ClauseResult) -> str:
 def _section(r: ClauseResult) -> str:
     cid = _t(r.clause.id)
     return (
-        f'<section id="{cid}"><h3>{cid}: {_t(r.clause.title)} {_badge(r.verdict)}</h3>'
+        f'<section id="{cid}"><h3>{cid}: {_t(r.clause.title)} {_badge(r.verdict)}{_not_judged_badge(r)}</h3>'
         f'<p>{_t(r.clause.rule)}</p><p class="source">Source: {_t(r.clause.source)}</p>'
-        f"<p>Finding: {_t(r.message)}</p>{_evidence(r)}</section>"
+        f"<p>Finding: {_t(r.message)}</p>{_not_judged(r)}{_evidence(r)}</section>"
     )
 
 
@@ -114,7 +130,7 @@ def _meta(cert: Certification) -> str:
         ("Kubernetes APIs used", ", ".join(cert.api_versions)),
         ("Mode", cert.mode),
         ("Run", when(cert.started)),
-        ("Counts", ", ".join(f"{n} {v}" for v, n in cert.counts().items())),
+        ("Counts", ", ".join(f"{n} {v}" for v, n in cert.counts().items()) + rt.partly_judged_part(cert, "PASS")),
     ]
     return '<dl class="meta">' + "".join(f"<dt>{escape(k)}</dt><dd>{_t(v)}</dd>" for k, v in meta) + "</dl>"
 

@@ -39,7 +39,7 @@ def summary_table(cert: Certification) -> str:
     """The clauses that ran (PASS and FAIL), then the NOT APPLICABLE ones counted by reason."""
     rows = ["| Clause | Verdict | Rule | Finding |", "|---|---|---|---|"]
     rows += [
-        f"| {_cell(r.clause.id)} | **{r.verdict}** | {_cell(r.clause.rule)} | {_cell(r.message)} |"
+        f"| {_cell(r.clause.id)} | **{rt.verdict_text(r)}** | {_cell(r.clause.rule)} | {_cell(rt.finding(r))} |"
         for r in rt.ran(cert)
     ]
     return "\n".join([*rows, "", *not_applicable_lines(cert)]).rstrip("\n")
@@ -68,11 +68,12 @@ def _summary(cert: Certification) -> list[str]:
 def _clause(r: ClauseResult) -> list[str]:
     out = [
         "",
-        f"### {rt.one_line(r.clause.id)}: {rt.one_line(r.clause.title)} ({r.verdict})",
+        f"### {rt.one_line(r.clause.id)}: {rt.one_line(r.clause.title)} ({rt.verdict_text(r)})",
         "",
         f"- Rule: {rt.one_line(r.clause.rule)}",
         f"- Source: {rt.one_line(r.clause.source)}",
         f"- Finding: {rt.one_line(r.message)}",
+        *[f"- Not judged: {rt.one_line(note)}" for note in r.not_judged],
     ]
     return out + (["", *_fence(r.evidence)] if r.evidence else [])
 
@@ -110,7 +111,8 @@ def render(cert: Certification) -> str:
         f"- Kubernetes APIs used: {', '.join(cert.api_versions)}",
         f"- Run: {when(cert.started)}, mode: {cert.mode}",
         f"- Result: **{'PASSED' if cert.passed else 'FAILED'}**: "
-        + ", ".join(f"{n} {verdict}" for verdict, n in counts.items()),
+        + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+        + rt.partly_judged_part(cert, "PASS"),
     ]
     warning = rt.control_warning(cert, _log_texts(cert))
     if warning:

@@ -50,6 +50,7 @@ def _texts(cert: Certification) -> list[tuple[str, str]]:
     for r in cert.results:
         texts += [(f"{r.clause.id} id", r.clause.id), (f"{r.clause.id} title", r.clause.title)]
         texts.append((f"{r.clause.id} finding", r.message))
+        texts += [(f"{r.clause.id} not judged", note) for note in r.not_judged]
         texts += [(f"{r.clause.id} evidence", line) for line in r.evidence]
     texts += [("notes", note) for note in cert.notes]
     return texts
@@ -108,9 +109,30 @@ def not_applicable_groups(cert: Certification) -> list[NotApplicableGroup]:
 def ran_line(cert: Certification) -> str:
     counts = cert.counts()
     return (
-        f"Ran {len(ran(cert))} of {len(cert.results)} clauses: {counts['PASS']} passed, {counts[FAIL]} failed; "
-        f"{counts[NOT_APPLICABLE]} NOT APPLICABLE (not run)."
+        f"Ran {len(ran(cert))} of {len(cert.results)} clauses: {counts['PASS']} passed{partly_judged_part(cert)}, "
+        f"{counts[FAIL]} failed; {counts[NOT_APPLICABLE]} NOT APPLICABLE (not run)."
     )
+
+
+def partly_judged_part(cert: Certification, which: str = "of them") -> str:
+    """The part of a summary line that counts the PASSes with checks not judged ("" when there are none)."""
+    partly = len(cert.partly_judged())
+    return f" ({partly} {which} with checks not judged)" if partly else ""
+
+
+def verdict_text(result: ClauseResult) -> str:
+    """The verdict as the report prints it: a PASS with checks not judged says so ("PASS; not judged: 2 checks")."""
+    if not result.partly_judged:
+        return result.verdict
+    count = len(result.not_judged)
+    return f"{result.verdict}; not judged: {count} check{'s' if count > 1 else ''}"
+
+
+def finding(result: ClauseResult) -> str:
+    """The finding, followed by each check that could not judge the subject."""
+    if not result.not_judged:
+        return result.message
+    return f"{result.message}; not judged: " + "; ".join(result.not_judged)
 
 
 def fail_line(result: ClauseResult) -> str:

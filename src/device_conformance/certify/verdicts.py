@@ -38,6 +38,14 @@ class ClauseResult:
     # The tool's own traceback lines at the end of `evidence` (an exception no step foresaw); crash.py drops
     # them when the subject crashed, since then they say only how the tool noticed.
     trace: list[str] = field(default_factory=list, repr=False, compare=False)
+    # Checks within a clause that could not judge the subject, each "<check>: NOT APPLICABLE: <why>" (an e2e
+    # test that passed what it could judge, fixtures/reports.py not_judged): such a PASS is not a plain one.
+    not_judged: list[str] = field(default_factory=list)
+
+    @property
+    def partly_judged(self) -> bool:
+        """A PASS with checks that could not judge the subject."""
+        return self.verdict == PASS and bool(self.not_judged)
 
     def step_evidence(self) -> list[str]:
         """The evidence without the tool's traceback."""
@@ -52,6 +60,7 @@ class ClauseResult:
             "verdict": self.verdict,
             "message": self.message,
             "evidence": list(self.evidence),
+            "not_judged": list(self.not_judged),
             "seconds": round(self.seconds, 3),
         }
 
@@ -80,6 +89,10 @@ class Certification:
     def counts(self) -> dict[str, int]:
         return {v: sum(r.verdict == v for r in self.results) for v in VERDICTS}
 
+    def partly_judged(self) -> list[ClauseResult]:
+        """The PASSes with checks that could not judge the subject."""
+        return [r for r in self.results if r.partly_judged]
+
     @property
     def passed(self) -> bool:
         return not any(r.verdict == FAIL for r in self.results)
@@ -98,6 +111,7 @@ class Certification:
             "finished": self.finished,
             "passed": self.passed,
             "counts": self.counts(),
+            "partly_judged": len(self.partly_judged()),
             "notes": list(self.notes),
             "mode": self.mode,
             "clauses": [r.to_dict() for r in self.results],

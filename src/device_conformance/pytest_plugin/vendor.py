@@ -7,7 +7,9 @@ with `--vendor-command` run the black-box tests against the vendor's subject, an
 - `upstream:<name>` commands are built from the Go module of the version under test when collection is done
   (certify/upstream.py), before the first test, like the Kubernetes binaries.
 - At the end the run writes `--vendor-report DIR` (default vendor-report/): junit.xml, report.md, report.html,
-  result.json with every test PASS / FAIL / NOT APPLICABLE, through the certifier's report writers.
+  result.json with every test PASS / FAIL / NOT APPLICABLE, through the certifier's report writers. A test that
+  passed with checks that could not judge the subject (fixtures/reports.py not_judged) is a PASS with those
+  checks listed as not judged, never a plain PASS.
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ import pytest
 from device_conformance.certify.clauses import Clause
 from device_conformance.certify.report import write_report
 from device_conformance.certify.report_markdown import summary_table
+from device_conformance.certify.report_text import partly_judged_part
 from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, Certification, ClauseResult, Subject
 from device_conformance.core.errors import BadInput, ConformanceError
+from device_conformance.fixtures.reports import NOT_JUDGED, not_judged_notes
 from device_conformance.fixtures.session import say, session_settings
 from device_conformance.fixtures.vendor import VENDOR_BINARY, VENDOR_TEMPLATE
 from device_conformance.pytest_plugin.options import REPORT_OPTION, VERSION_OPTION
@@ -167,11 +171,22 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return  # a failed call stays failed whatever teardown did
     if current is not None and report.when == "teardown" and verdict == PASS:
         return
-    # What the test recorded about the subject (request.node.user_properties) is evidence too.
-    # (Of a test that did not run, only why: its scenario and version markers are no evidence.)
-    noted = [f"{key}: {value}" for key, value in report.user_properties if not str(key).startswith("vendor.")]
-    noted = [] if verdict == NOT_APPLICABLE else noted
-    results[report.nodeid] = ClauseResult(clause, verdict, message, [*noted, *evidence], report.duration)
+    results[report.nodeid] = clause_result(clause, verdict, message, evidence, report)
+
+
+def clause_result(
+    clause: Clause, verdict: str, message: str, evidence: list[str], report: pytest.TestReport
+) -> ClauseResult:
+    """The test's verdict with what it recorded about the subject (request.node.user_properties): its checks that
+    could not judge the subject (NOT_JUDGED), and the rest as evidence. Of a test that did not run, only why: its
+    scenario and version markers are no evidence, and NOT APPLICABLE says all."""
+    if verdict == NOT_APPLICABLE:
+        return ClauseResult(clause, verdict, message, evidence, report.duration)
+    props = [(str(key), value) for key, value in report.user_properties]
+    noted = [f"{key}: {value}" for key, value in props if not key.startswith("vendor.") and key != NOT_JUDGED]
+    return ClauseResult(
+        clause, verdict, message, [*noted, *evidence], report.duration, not_judged=not_judged_notes(props)
+    )
 
 
 def _verdict(report: pytest.TestReport) -> tuple[str | None, str, list[str]]:
@@ -236,8 +251,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     write_report(cert, out)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
-        counts = ", ".join(f"{n} {v}" for v, n in cert.counts().items())
+        counts = ", ".join(f"{n} {v}" for v, n in cert.counts().items()) + partly_judged_part(cert, "PASS")
         reporter.write_line(f"[device-conformance] vendor report in {out}/: {counts}")
+        for result in cert.partly_judged():
+            for note in result.not_judged:
+                reporter.write_line(f"[device-conformance] {result.clause.id}: not judged: {note}")
 
 
 def certification(
@@ -266,6 +284,12 @@ def certification(
         "NOT APPLICABLE tests need what only our fakes can do (fault injection, their call log, devices of "
         "their choosing) or do not involve a subject of this kind; they were not run."
     )
+    if cert.partly_judged():
+        cert.notes.append(
+            "A PASS with checks not judged judged the rest of its test; each of those checks had nothing of this "
+            "subject to judge (the note says why, e.g. a claim prepared with no CDI device), so it neither passed "
+            "nor failed."
+        )
     return cert
 
 
