@@ -9,6 +9,8 @@ The driver's part: its CDI specs of a claim are gone once the claim is unprepare
 api.proto, NodeUnprepareResources "is the opposite of NodePrepareResources"; certify clause DRA-UNPREPARE-CDI).
 A claim's CDI device IDs are read from the kubelet's DRA checkpoint while it is prepared (claim_cdi_ids: on every
 release with DRA); podresources, which lists claims from 1.34 only (kubernetes#132940), is compared where it does.
+A claim prepared with no CDI device (dra/v1 api.proto allows it), or with only the driver's own that may stay,
+leaves the CDI checks nothing to judge: they are recorded as not judged (note_cdi_not_judged), the rest is judged.
 
 Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and the failing line:
 - test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last
@@ -32,6 +34,7 @@ from device_conformance.fixtures.dra_blackbox import (
     claim_pod_with_image,
     defined_cdi_ids,
     listed_claims,
+    note_cdi_not_judged,
     podresources_lists_claims,
     seen_env,
     undefined_cdi_ids,
@@ -44,7 +47,7 @@ pytestmark = [pytest.mark.dra, pytest.mark.vendor_blackbox("dra-driver")]
 
 
 def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
-    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids, cluster_versions
+    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids, cluster_versions, request
 ):
     """Two pods using one ResourceClaim: one NodePrepareResources for both (podresources lists the same CDI devices
     for both, where it lists claims); the first pod deleted, the claim stays prepared (no call, the checkpoint
@@ -61,6 +64,7 @@ def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
     uid = first.claim_uid()
     assert answered_calls.since(before) == (1, 0), "one NodePrepareResources for the shared claim"
     ids = claim_cdi_ids(node, driver, uid)
+    note_cdi_not_judged(request.node, f"claim {claim}", ids, startup=startup_cdi_ids)
     if podresources_lists_claims(cluster_versions.kubelet):
         listed_first = cdi_ids(listed_claims(first))
         assert cdi_ids(listed_claims(second)) == listed_first, "podresources lists other CDI devices for the second pod"
@@ -82,7 +86,7 @@ def test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last(
 
 
 def test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together(
-    node, answered_calls, dra_objects, subject_driver, cdi_runtime, tmp_path, startup_cdi_ids, cluster_versions
+    node, answered_calls, dra_objects, subject_driver, cdi_runtime, tmp_path, startup_cdi_ids, cluster_versions, request
 ):
     """A pod with two ResourceClaims of the driver (one device each) runs after exactly one NodePrepareResources
     (both claims in it); podresources lists both for the container (where it lists claims); the container sees
@@ -100,7 +104,9 @@ def test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together(
     uids = sorted(dra_objects.get_claim(c)["metadata"]["uid"] for c in claims.values())
     assert sorted(checkpointed(node, driver)) == uids, "dra_manager_state holds both claims"
     ids = list(dict.fromkeys(i for uid in uids for i in claim_cdi_ids(node, driver, uid)))
-    missing = set(cdi_env(node, tmp_path / "cdi", ids)) - seen_env(pod)
+    env = cdi_env(node, tmp_path / "cdi", ids)
+    note_cdi_not_judged(request.node, f"claims {sorted(claims.values())}", ids, startup=startup_cdi_ids, env=env)
+    missing = set(env) - seen_env(pod)
     assert not missing, f"the container lacks {sorted(missing)} of CDI devices {ids}"
 
     pod.delete()
@@ -113,7 +119,7 @@ def test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together(
 
 
 def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
-    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids, request
 ):
     """A pod with a claim from a template, deleted and created again under the same name from the same template:
     the first claim is unprepared once and deleted, its CDI devices gone; the new pod gets a new claim (another
@@ -130,6 +136,7 @@ def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
     first.wait_running()
     first_claim, first_uid = first.claim_name(), first.claim_uid()
     ids = claim_cdi_ids(node, driver, first_uid)
+    note_cdi_not_judged(request.node, f"claim {first_claim}", ids, startup=startup_cdi_ids)
     first.delete()
     first.wait_gone(timeout=timeouts.UNPREPARE)
     first.wait_claim_gone(first_claim)
@@ -147,7 +154,7 @@ def test_template_claim_pod_recreated_gets_a_new_claim_prepared_once(
 
 
 def test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete(
-    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, tmp_path, startup_cdi_ids, request
 ):
     """A claim pod whose image the node does not have (never pulled): the claim is prepared once before the
     sandbox and the pod stays Pending (ErrImageNeverPull); deleting it makes exactly one NodeUnprepareResources,
@@ -166,6 +173,7 @@ def test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete(
     uid = pod.claim_uid()
     assert list(checkpointed(node, driver)) == [uid], "dra_manager_state holds the pod's claim"
     ids = claim_cdi_ids(node, driver, uid)
+    note_cdi_not_judged(request.node, f"claim {pod.claim_name()}", ids, startup=startup_cdi_ids)
     assert pod.read().status.phase == "Pending", pod.summary()
 
     pod.delete()

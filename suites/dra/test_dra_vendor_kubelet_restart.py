@@ -6,7 +6,8 @@ pkg/kubelet/cm/dra/manager.go prepareResources); a new kubelet unprepares from i
 it was down (manager.go UnprepareResources via the pod worker's termination, and the reconcile loop). Call counts
 are the new kubelet's own metric (dra_grpc_operations_duration_seconds_count, zero at each start). A claim's CDI
 device IDs are read from that checkpoint while it is prepared (claim_cdi_ids; podresources lists claims from 1.34
-only, kubernetes#132940).
+only, kubernetes#132940). A claim prepared with no CDI device (dra/v1 api.proto allows it), or with only the driver's
+own that may stay, leaves the CDI checks nothing to judge: they are recorded as not judged (note_cdi_not_judged).
 
 Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and the failing line:
 - test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares_once
@@ -15,7 +16,8 @@ Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and 
     unprepare-keeps-cdi: `assert defined_cdi_ids(...) == []`
 - test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answered
     prepare-first-device-only: `check_answered(...)` ("the checkpoint holds devices [...dev-0...], the claim is
-    allocated [...dev-0..., ...dev-1...]"; a driver answering no devices passes with a note, as DRA-PREPARE)
+    allocated [...dev-0..., ...dev-1...]"; a driver answering no devices passes with that check not judged, as
+    DRA-PREPARE's note)
 - test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again
     prepare-rejects-repeat: `wait_new_container(...)`
 """
@@ -31,6 +33,7 @@ from device_conformance.fixtures.dra_blackbox import (
     defined_cdi_ids,
     listed_claims,
     main_status,
+    note_cdi_not_judged,
     seen_env,
     wait_new_container,
 )
@@ -41,7 +44,16 @@ pytestmark = [pytest.mark.dra, pytest.mark.disruptive, pytest.mark.vendor_blackb
 
 
 def test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares_once(
-    kube, node, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path, startup_cdi_ids
+    kube,
+    node,
+    answered_calls,
+    dra_objects,
+    subject_driver,
+    cdi_runtime,
+    kubelet_restored,
+    tmp_path,
+    startup_cdi_ids,
+    request,
 ):
     """The kubelet SIGKILLed right after a claim pod is created (before, during or after its NodePrepareResources;
     a new kubelet may prepare the claim again): the pod runs, the checkpoint holds its claim, the container sees
@@ -55,7 +67,9 @@ def test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares
     uid = pod.claim_uid()
     assert list(checkpointed(node, driver)) == [uid], "dra_manager_state holds the pod's claim"
     ids = claim_cdi_ids(node, driver, uid)
-    missing = set(cdi_env(node, tmp_path / "cdi", ids)) - seen_env(pod)
+    env = cdi_env(node, tmp_path / "cdi", ids)
+    note_cdi_not_judged(request.node, f"claim {pod.claim_name()}", ids, startup=startup_cdi_ids, env=env)
+    missing = set(env) - seen_env(pod)
     assert not missing, f"the container lacks {sorted(missing)} of CDI devices {ids}"
     prepared = answered_calls.since()[0]
 
@@ -71,7 +85,7 @@ def test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares
 
 
 def test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back(
-    node, answered_calls, dra_objects, subject_driver, kubelet_restored, tmp_path, startup_cdi_ids
+    node, answered_calls, dra_objects, subject_driver, kubelet_restored, tmp_path, startup_cdi_ids, request
 ):
     """A claim pod deleted while the kubelet is down stays (its containers run on) until the kubelet is back;
     the new kubelet then unprepares the claim exactly once and prepares nothing, the pod object goes, the
@@ -81,6 +95,7 @@ def test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back(
     pod.wait_running()
     uid = pod.claim_uid()
     ids = claim_cdi_ids(node, driver, uid)
+    note_cdi_not_judged(request.node, f"claim {pod.claim_name()}", ids, startup=startup_cdi_ids)
     with node.kubelet.stopped():
         pod.delete()
         assert pod.read_if_present() is not None, "the pod object went while the kubelet was down"
@@ -112,12 +127,13 @@ def test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answer
         pod.namespace,
         [running.metadata.uid],
     ), f"the checkpoint's claim entry: {entry}"
-    note = check_answered([(driver, *d[:2]) for d in entry["devices"]], allocated(claim, driver), "the checkpoint")
-    request.node.user_properties.append(("devices_answered", note or "as allocated"))
+    answered = [(driver, *d[:2]) for d in entry["devices"]]
+    check_answered(request.node, answered, allocated(claim, driver), "the checkpoint")
     listed = listed_claims(pod)[claim["metadata"]["name"]]
     # As a set per claim: v1.37.1's podresources lists a second device with the CDI IDs of both
     # (GetDynamicResources keeps one CDI list per driver; test_dra_podresources' strict xfail).
     checkpoint_ids = sorted({i for d in entry["devices"] for i in d[2]})
+    note_cdi_not_judged(request.node, f"claim {claim['metadata']['name']}", checkpoint_ids)
     assert checkpoint_ids == sorted({i for e in listed for i in e[3]}), (
         f"the checkpoint's CDI IDs {entry['devices']} differ from podresources' {listed}"
     )
@@ -129,7 +145,7 @@ def test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answer
 
 
 def test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again(
-    node, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
+    node, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path, request
 ):
     """After a kubelet restart (the claim pod running on, not prepared by this kubelet) the pod's sandbox is
     removed: the kubelet creates a new one and, the claim not being prepared in its memory, calls
@@ -140,6 +156,7 @@ def test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again(
     pod.wait_running()
     ids = claim_cdi_ids(node, driver, pod.claim_uid())
     expected = set(cdi_env(node, tmp_path / "cdi", ids))
+    note_cdi_not_judged(request.node, f"claim {pod.claim_name()}", ids, env=expected)
     old = main_status(pod).container_id
 
     node.kubelet.restart()

@@ -7,6 +7,8 @@ the kubelet calls NodePrepareResources again for a claim the driver already prep
 start: the driver must answer it as it did (idempotence, kubernetes#141966), and where the reboot emptied
 /var/run/cdi, write the claim's CDI spec again (kubernetes#141433). Upstream's simulation (test/e2e_node
 dra_test.go): kubelet stopped, every pod sandbox removed through CRI, kubelet started (NodeControl.simulate_reboot).
+A claim prepared with no CDI device (dra/v1 api.proto allows it) leaves the CDI checks nothing to judge: they are
+recorded as not judged (note_cdi_not_judged), the prepare calls and the new container are judged.
 
 Each test, the fake defect it fails on (fakes/dra_driver/config.py DEFECTS) and the failing line:
 - test_reboot_with_the_driver_running_prepares_the_claim_again
@@ -21,6 +23,7 @@ from device_conformance.fixtures.dra_blackbox import (
     cdi_env,
     claim_cdi_ids,
     main_status,
+    note_cdi_not_judged,
     remove_cdi_specs,
     seen_env,
     undefined_cdi_ids,
@@ -33,23 +36,26 @@ from device_conformance.framework import timeouts
 pytestmark = [pytest.mark.dra, pytest.mark.disruptive, pytest.mark.vendor_blackbox("dra-driver")]
 
 
-def running_cdi_pod(node, dra_objects, driver, prefix):
+def running_cdi_pod(node, dra_objects, driver, prefix, request, tmp_path):
     """A claim pod (one device, restartPolicy Always) printing its environment, Running, with its claim's CDI IDs
-    (the kubelet's DRA checkpoint, claim_cdi_ids)."""
+    (the kubelet's DRA checkpoint, claim_cdi_ids) and the env lines their CDI specs give (the CDI checks without
+    any recorded as not judged)."""
     pod = dra_objects.claim_pod(prefix, driver, PRINT_ENV, restart_policy="Always")
     pod.wait_running()
-    return pod, claim_cdi_ids(node, driver, pod.claim_uid())
+    ids = claim_cdi_ids(node, driver, pod.claim_uid())
+    expected = cdi_env(node, tmp_path / "cdi", ids)
+    note_cdi_not_judged(request.node, f"claim {pod.claim_name()}", ids, env=expected)
+    return pod, ids, expected
 
 
 def test_reboot_with_the_driver_running_prepares_the_claim_again(
-    node, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
+    node, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path, request
 ):
     """After a node reboot (the driver kept running) the new kubelet calls NodePrepareResources for the running
     pod's claim exactly once, answered OK, and the pod's new container runs and sees the CDI environment of its
     claim again; no NodeUnprepareResources for a pod that stays."""
     driver = subject_driver.driver_name
-    pod, ids = running_cdi_pod(node, dra_objects, driver, "reboot")
-    expected = cdi_env(node, tmp_path / "cdi", ids)
+    pod, ids, expected = running_cdi_pod(node, dra_objects, driver, "reboot", request, tmp_path)
     assert set(expected) <= seen_env(pod), f"before the reboot the container lacks {set(expected) - seen_env(pod)}"
     old = main_status(pod).container_id
 
@@ -62,15 +68,23 @@ def test_reboot_with_the_driver_running_prepares_the_claim_again(
 
 
 def test_reboot_with_lost_cdi_specs_and_the_driver_back_late(
-    node, resource_api, kube, answered_calls, dra_objects, subject_driver, cdi_runtime, kubelet_restored, tmp_path
+    node,
+    resource_api,
+    kube,
+    answered_calls,
+    dra_objects,
+    subject_driver,
+    cdi_runtime,
+    kubelet_restored,
+    tmp_path,
+    request,
 ):
     """A reboot as it is: the driver goes down too, /var/run/cdi (tmpfs) loses the claim's CDI specs, the kubelet
     comes back first and the driver later. Once the driver is back, the kubelet prepares the claim again (one
     NodePrepareResources answered OK), the driver writes its CDI specs again, and the new container runs and sees
     the same CDI environment as before the reboot."""
     driver = subject_driver.driver_name
-    pod, ids = running_cdi_pod(node, dra_objects, driver, "late")
-    expected = cdi_env(node, tmp_path / "cdi", ids)
+    pod, ids, expected = running_cdi_pod(node, dra_objects, driver, "late", request, tmp_path)
     assert set(expected) <= seen_env(pod), f"before the reboot the container lacks {set(expected) - seen_env(pod)}"
     old = main_status(pod).container_id
 

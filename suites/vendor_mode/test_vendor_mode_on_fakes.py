@@ -1,7 +1,9 @@
 """Vendor mode judged on our fakes as the vendor's subject, against a real kubelet: a fake showing a real-world
 PATTERN (a behaviour the API allows) passes every black-box test or is NOT APPLICABLE for a reason the pattern
 explains, never fails; a fake with a DEFECT fails exactly the black-box tests the test modules' docstrings name
-for it, and nothing else.
+for it, and nothing else. A test that passes with checks it had nothing to judge (fixtures/reports.py not_judged:
+a `not_judged` property in the JUnit XML) must name exactly the checks the run expects: a pattern that leaves a
+check nothing to judge must never read as a plain pass, and a plain pass must judge every check.
 
 Each run below is one nested vendor-mode session, `python -m pytest suites -m vendor_blackbox
 --vendor-dra-driver NAME | --vendor-device-plugin RESOURCE --vendor-command CMD --junitxml=...`, with the outer
@@ -48,23 +50,44 @@ pytestmark = [pytest.mark.slow, pytest.mark.vendor_patterns]
 @dataclass(frozen=True)
 class Outcome:
     """A test's outcome in a nested run: passed, failed (its failure text containing `text`), or skipped with
-    a reason starting with `text`."""
+    a reason starting with `text`. Of a pass, `not_judged`: its checks that could not judge the subject, each note
+    starting with one of them, one for one (expected) or the notes themselves (got)."""
 
     result: str
     text: str = ""
+    not_judged: tuple[str, ...] = ()
 
     def matches(self, got: Outcome) -> bool:
         if self.result != got.result:
             return False
         if self.result == "skipped":
             return got.text.startswith(self.text)
+        if self.result == "passed":
+            return notes_match(self.not_judged, got.not_judged)
         return self.text in got.text
 
     def __str__(self) -> str:
-        return f"{self.result} ({self.text})" if self.text else self.result
+        shown = f"{self.result} ({self.text})" if self.text else self.result
+        return shown + (f"; not judged: {list(self.not_judged)}" if self.not_judged else "")
+
+
+def notes_match(prefixes: tuple[str, ...], notes: tuple[str, ...]) -> bool:
+    """Each note starts with its own one of `prefixes`, and each prefix has its note."""
+    left = list(notes)
+    for prefix in prefixes:
+        found = next((note for note in left if note.startswith(prefix)), None)
+        if found is None:
+            return False
+        left.remove(found)
+    return not left
 
 
 PASSED = Outcome("passed")
+
+
+def passed_not_judging(*checks: str) -> Outcome:
+    """Passed, with exactly these checks not judged (each a note's start, e.g. "CDI checks: NOT APPLICABLE: ...")."""
+    return Outcome("passed", not_judged=checks)
 
 
 def failed(text: str = "") -> Outcome:
@@ -118,6 +141,29 @@ TESTS = {
         "test_vendor_lifecycle.py::test_pod_deleted_while_the_plugin_is_down_frees_its_devices",
     ),
 }
+# The DRA tests with CDI checks (fixtures/dra_blackbox.py note_cdi_not_judged), and those of them that check a
+# claim's CDI devices are gone after unprepare (startup=), with the starts of the notes each records when it has
+# nothing to judge.
+CDI_REMOVAL_TESTS = (
+    "test_dra_vendor_blackbox.py::test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once",
+    "test_dra_vendor_claims.py::test_two_pods_share_one_claim_prepared_once_unprepared_after_the_last",
+    "test_dra_vendor_claims.py::test_two_claims_in_one_pod_are_prepared_in_one_call_and_unprepared_together",
+    "test_dra_vendor_claims.py::test_template_claim_pod_recreated_gets_a_new_claim_prepared_once",
+    "test_dra_vendor_claims.py::test_pod_whose_container_cannot_start_unprepares_its_claim_on_delete",
+    "test_dra_vendor_kubelet_restart.py::"
+    "test_kubelet_sigkilled_right_after_the_pod_is_created_runs_it_and_unprepares_once",
+    "test_dra_vendor_kubelet_restart.py::test_pod_deleted_while_the_kubelet_is_down_is_unprepared_once_it_is_back",
+)
+CDI_TESTS = (
+    *CDI_REMOVAL_TESTS,
+    "test_dra_vendor_kubelet_restart.py::test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answered",
+    "test_dra_vendor_kubelet_restart.py::test_sandbox_lost_after_a_kubelet_restart_prepares_the_claim_again",
+    "test_dra_vendor_reboot.py::test_reboot_with_the_driver_running_prepares_the_claim_again",
+    "test_dra_vendor_reboot.py::test_reboot_with_lost_cdi_specs_and_the_driver_back_late",
+)
+NO_CDI_NOT_JUDGED = "CDI checks: NOT APPLICABLE: the driver prepared claim"
+CDI_REMOVAL_NOT_JUDGED = "CDI removal check: NOT APPLICABLE: every CDI device of claim"
+NO_DEVICES_NOT_JUDGED = "devices answered: NOT APPLICABLE: "
 # What vendor mode says of a test of the other kind (pytest_plugin/vendor.py not_applicable).
 OTHER_KIND = {
     DRA: skipped("NOT APPLICABLE in vendor mode: a black-box test of device-plugin; the subject is a DRA driver"),
@@ -308,7 +354,10 @@ RUNS = (
         # the container gets them while the claim is prepared (pkg/kubelet/cm/dra/manager.go GetResources), and
         # no text asks that a device's spec go with the claim. Its own run: with cdi-common-device the claims
         # would still have no claim-specific CDI device, and that pattern's point is the two side by side.
+        # Every CDI ID is the driver's own, defined before the claim was prepared: the check that a claim's CDI
+        # devices are gone after unprepare has nothing to judge in each test that has it.
         why="a CDI spec per device, written at start-up (not per claim)",
+        expected={test: passed_not_judging(CDI_REMOVAL_NOT_JUDGED) for test in CDI_REMOVAL_TESTS},
     ),
     Run(
         "dra-prepare-no-devices",
@@ -317,11 +366,21 @@ RUNS = (
         # Every claim answered with zero devices, no CDI spec (devices applied out of band, e.g. through NRI):
         # dra/v1 api.proto NodePrepareResourceResponse.devices, "each request may have zero or more devices".
         # Its own run: it takes the place of whatever CDI layout another pattern has.
+        # Every test's CDI checks then have nothing to judge, and where a test compares the devices answered with
+        # the allocated ones, that check neither: each is a not-judged note, the rest of the test is judged.
         why="zero devices per claim, no CDI (a driver applying devices through NRI)",
         expected={
             "test_dra_vendor_isolation.py::test_container_without_the_claim_sees_none_of_its_device": skipped(
                 "NOT APPLICABLE: the claim's CDI devices [] give no env, device node or mount a container could be "
                 "seen to see"
+            ),
+            **{test: passed_not_judging(NO_CDI_NOT_JUDGED) for test in CDI_TESTS},
+            "test_dra_vendor_blackbox.py::test_claim_is_prepared_once_reaches_the_container_and_is_unprepared_once": (
+                passed_not_judging(f"{NO_DEVICES_NOT_JUDGED}podresources for claim", NO_CDI_NOT_JUDGED)
+            ),
+            "test_dra_vendor_kubelet_restart.py::"
+            "test_checkpoint_after_a_kubelet_restart_holds_the_claim_as_the_driver_answered": passed_not_judging(
+                f"{NO_DEVICES_NOT_JUDGED}the checkpoint", NO_CDI_NOT_JUDGED
             ),
         },
     ),
@@ -600,7 +659,7 @@ def stop(pid: int) -> None:
 def outcomes(junit: Path) -> dict[str, Outcome]:
     """'module.py::test' -> its outcome, from a pytest JUnit XML (an error in setup or teardown is 'error'). A test
     that failed and then errored in teardown has two <testcase> entries (pytest's junitxml writes one per failed
-    phase): it is 'failed', with both texts."""
+    phase): it is 'failed', with both texts. A pass carries its `not_judged` properties (fixtures/reports.py)."""
     found: dict[str, Outcome] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         module = case.get("classname", "").rsplit(".", 1)[-1]
@@ -617,13 +676,20 @@ def outcomes(junit: Path) -> dict[str, Outcome]:
             kind = "xfailed" if child.get("type") == "pytest.xfail" else "skipped"
             outcome = Outcome(kind, child.get("message", ""))
         else:
-            outcome = PASSED
+            outcome = Outcome("passed", not_judged=not_judged_of(case))
         earlier = found.get(name)
         if earlier is not None and earlier.result in ("failed", "error"):
             result = "failed" if "failed" in (earlier.result, outcome.result) else earlier.result
             outcome = Outcome(result, f"{earlier.text}\n{outcome.text}")
         found[name] = outcome
     return found
+
+
+def not_judged_of(case: ET.Element) -> tuple[str, ...]:
+    """The `not_judged` user properties pytest's junitxml wrote on a test case (fixtures/reports.py NOT_JUDGED)."""
+    from device_conformance.fixtures.reports import NOT_JUDGED
+
+    return tuple(p.get("value", "") for p in case.iter("property") if p.get("name") == NOT_JUDGED)
 
 
 def module_of(test: str) -> str:
@@ -657,7 +723,8 @@ def expected_outcomes(run: Run) -> dict[str, Outcome]:
 
 def first_line(outcome: Outcome) -> str:
     lines = [line for line in outcome.text.splitlines() if line.strip()]
-    return f"{outcome.result}: {lines[0][:300]}" if lines else outcome.result
+    shown = f"{outcome.result}: {lines[0][:300]}" if lines else outcome.result
+    return shown + (f"; not judged: {list(outcome.not_judged)}" if outcome.not_judged else "")
 
 
 def differences(expected: dict[str, Outcome], got: dict[str, Outcome]) -> list[str]:
