@@ -4,14 +4,17 @@ import json
 import os
 import shutil
 import tempfile
+import time
 
 import grpc
 import pytest
 from dra_configs import two_device_config
 
 from device_conformance.core.errors import BadInput
+from device_conformance.fakes.dra_driver.config import CLAIM_ERROR_SECONDS
 from device_conformance.fakes.dra_driver.handle import start
 from device_conformance.fakes.dra_driver.kubelet_client import KubeletClient
+from device_conformance.wait.core import Pending, until
 
 CLAIM = ("ns-1", "uid-1", "claim-1")
 UNKNOWN = ("ns-1", "uid-x", "claim-x")
@@ -116,6 +119,40 @@ def test_claim_error_once_fails_each_claims_first_prepare_and_unprepare_in_an_ok
     assert kubelet.unprepare([CLAIM]).claims["uid-1"].error == "transient failure, try again (pattern claim-error-once)"
     assert cdi_files(tmp_path) == ["dra.example.com-uid-1.json"]  # still prepared
     assert kubelet.unprepare([CLAIM]).claims["uid-1"].error == ""
+    assert cdi_files(tmp_path) == []
+
+
+def first_success(kubelet, method):
+    """Call `method` for CLAIM until its answer has no error (the driver's answer is the event waited on): the
+    failed answers' errors, the successful answer and when the first call went out."""
+    call = kubelet.prepare if method == "prepare" else kubelet.unprepare
+    started, errors = time.monotonic(), []
+
+    def probe():
+        result = call([CLAIM]).claims["uid-1"]
+        if result.error:
+            errors.append(result.error)
+            return Pending(result.error)
+        return result
+
+    return errors, until(probe, what=f"{method} of uid-1 without error", timeout=4 * CLAIM_ERROR_SECONDS), started
+
+
+def test_claim_error_for_a_while_fails_each_claims_prepare_and_unprepare_until_its_window_from_the_first_call_ends(
+    run, tmp_path
+):
+    _, kubelet = run(["claim-error-for-a-while"])
+    errors, prepared, started = first_success(kubelet, "prepare")
+    assert time.monotonic() - started >= CLAIM_ERROR_SECONDS
+    assert len(errors) > 1 and set(errors) == {"device still being set up, try again (pattern claim-error-for-a-while)"}
+    assert [d.device_name for d in prepared.devices] == ["dev-0"]
+    assert kubelet.prepare([CLAIM]).claims["uid-1"].error == ""  # the window does not start again
+    errors, unprepared, started = first_success(kubelet, "unprepare")  # unprepare's window is its own
+    assert time.monotonic() - started >= CLAIM_ERROR_SECONDS
+    assert (set(errors), unprepared.error) == (
+        {"device still being set up, try again (pattern claim-error-for-a-while)"},
+        "",
+    )
     assert cdi_files(tmp_path) == []
 
 

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 
 from device_conformance.fakes.common.panic import go_panic
 from device_conformance.fakes.dra_driver import cdi
-from device_conformance.fakes.dra_driver.config import COMMON_CDI_DEVICE, INVALID_CDI_VERSION, DriverConfig
+from device_conformance.fakes.dra_driver.config import (
+    CLAIM_ERROR_FOR_A_WHILE,
+    CLAIM_ERROR_ONCE,
+    CLAIM_ERROR_SECONDS,
+    COMMON_CDI_DEVICE,
+    INVALID_CDI_VERSION,
+    DriverConfig,
+)
 from device_conformance.fakes.dra_driver.kubeapi import KubeApi
 from device_conformance.fakes.dra_driver.state import DriverState
 
@@ -39,6 +47,8 @@ class ClaimPreparer:
         self._ever: set[str] = set()
         self._shared_spec = threading.Lock()  # cdi-claim-edits-global: one file, read and rewritten per claim
         self._failed_once: set[tuple[str, str]] = set()  # claim-error-once: (method, claim UID) already failed
+        # claim-error-for-a-while: (method, claim UID) -> when it was first called (time.monotonic)
+        self._first_called: dict[tuple[str, str], float] = {}
         self._failed_lock = threading.Lock()
 
     def prepare(self, namespace: str, uid: str, name: str) -> list[dict[str, Any]]:
@@ -50,6 +60,25 @@ class ClaimPreparer:
         self._held.add(uid)
         self._ever.add(uid)
         return devices
+
+    def transient_error(self, method: str, uid: str) -> str | None:
+        """The error a pattern answers for the claim in an OK answer now (claim-error-once,
+        claim-error-for-a-while), or None."""
+        if self.fails_once(method, uid):
+            return CLAIM_ERROR_ONCE
+        if self.fails_for_a_while(method, uid):
+            return CLAIM_ERROR_FOR_A_WHILE
+        return None
+
+    def fails_for_a_while(self, method: str, uid: str) -> bool:
+        """Pattern claim-error-for-a-while: True until CLAIM_ERROR_SECONDS have passed since `method` was first
+        called for the claim (in this process)."""
+        if "claim-error-for-a-while" not in self.patterns:
+            return False
+        now = time.monotonic()
+        with self._failed_lock:
+            first = self._first_called.setdefault((method, uid), now)
+        return now - first < CLAIM_ERROR_SECONDS
 
     def fails_once(self, method: str, uid: str) -> bool:
         """Pattern claim-error-once: True the first time `method` is called for the claim (in this process)."""

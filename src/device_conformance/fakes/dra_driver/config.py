@@ -41,6 +41,16 @@ DEFECTS = DRA_DRIVER_DEFECTS.names
 #       every PrepareResult.Err and UnprepareResourceClaims error so (draplugin.go nodePluginImplementation); the
 #       API: "If non-empty, preparing the ResourceClaim failed" and the kubelet tries again
 #       (pkg/kubelet/cm/dra/manager.go: "NodePrepareResources failed for ResourceClaim", the pod's sync retried).
+#   claim-error-for-a-while: each claim's NodePrepareResources and NodeUnprepareResources answer OK with the
+#       claim's `error` set for CLAIM_ERROR_SECONDS from the first such call for it (in this process), then as
+#       usual: a driver busy with the claim for longer than a few seconds. NVIDIA/k8s-dra-driver-gpu
+#       cmd/gpu-kubelet-plugin/driver.go nodePrepareResource and nodeUnprepareResource answer PrepareResult.Err
+#       "error acquiring prep/unprep lock" while another claim holds the node-wide prepare lock (10 s timeout, e.g.
+#       behind a MIG device being created) and "error preparing devices for claim" when a device is not set up
+#       yet; the kubeletplugin helper passes them on as the claim's error, PrepareResult.Err: "the kubelet will try
+#       to prepare the ResourceClaim again later" (k8s.io/dynamic-resource-allocation kubeletplugin/draplugin.go).
+#       The kubelet does so at every pod sync, 60-90 s apart, without limit (pkg/kubelet/kuberuntime/
+#       kuberuntime_manager.go SyncPod; pkg/kubelet/pod_workers.go completeWork), so such a pod starts after a resync.
 PATTERNS = (
     "fetch-claims-first",
     "cdi-common-device",
@@ -48,8 +58,12 @@ PATTERNS = (
     "serve-after-notify",
     "prepare-no-devices",
     "claim-error-once",
+    "claim-error-for-a-while",
 )
 CLAIM_ERROR_ONCE = "transient failure, try again (pattern claim-error-once)"
+# claim-error-for-a-while: twice the 6 s a certifier calling 3 times 2 s apart waits, yet well within one resync.
+CLAIM_ERROR_SECONDS = 12.0
+CLAIM_ERROR_FOR_A_WHILE = "device still being set up, try again (pattern claim-error-for-a-while)"
 COMMON_CDI_DEVICE = "common"
 INVALID_CDI_VERSION = "0.0.0-defect"
 HEALTH_SERVICE_TOKEN = "v1alpha1.DRAResourceHealth"

@@ -12,7 +12,6 @@ from device_conformance.fakes.common.calls import CallLog
 from device_conformance.fakes.common.faults import Faults, Status
 from device_conformance.fakes.common.rpc import Served, end_call
 from device_conformance.fakes.dra_driver.claims import ClaimError, ClaimPreparer
-from device_conformance.fakes.dra_driver.config import CLAIM_ERROR_ONCE
 from device_conformance.protos.dra.v1 import api_pb2 as v1_pb2
 from device_conformance.protos.dra.v1 import api_pb2_grpc as v1_grpc
 from device_conformance.protos.dra.v1beta1 import api_pb2 as v1beta1_pb2
@@ -72,8 +71,9 @@ class DraServicer:
             if claim.uid in claim_errors:
                 entry.error = claim_errors[claim.uid]
                 continue
-            if self._preparer.fails_once("NodePrepareResources", claim.uid):
-                entry.error = CLAIM_ERROR_ONCE
+            transient = self._preparer.transient_error("NodePrepareResources", claim.uid)
+            if transient:
+                entry.error = transient
                 continue
             try:
                 devices = self._preparer.prepare(claim.namespace, claim.uid, claim.name)
@@ -92,8 +92,9 @@ class DraServicer:
             if claim.uid in claim_errors:
                 entry.error = claim_errors[claim.uid]
                 continue
-            if self._preparer.fails_once("NodeUnprepareResources", claim.uid):
-                entry.error = CLAIM_ERROR_ONCE
+            transient = self._preparer.transient_error("NodeUnprepareResources", claim.uid)
+            if transient:
+                entry.error = transient
                 continue
             try:
                 self._preparer.unprepare(claim.uid)
