@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from device_conformance.certify.device_plugin import DevicePluginTarget, certify_device_plugin
-from device_conformance.certify.dra_driver import DraDriverTarget, certify_dra_driver
+from device_conformance.certify.dra_driver import DraDriverTarget, RetryClock, certify_dra_driver
 from device_conformance.fakes.device_plugin import DeviceConfig, DevicePluginConfig, OptionsConfig
 from device_conformance.fakes.dra_driver import DeviceSpec, DriverConfig
 
@@ -66,10 +66,25 @@ def run_device_plugin(defects=(), **overrides):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def run_dra_driver(defects=(), claims=CLAIMS, patterns=(), make_claims=None):
+class VirtualClock:
+    """DraDriverTarget.retry_clock for a driver whose answers do not depend on time: the certifier's pauses
+    between calls for a failed claim pass at once, so its whole wait (180 s) costs only the calls."""
+
+    def __init__(self):
+        self.time = 0.0
+
+    def now(self):
+        return self.time
+
+    def sleep(self, seconds):
+        self.time += seconds
+
+
+def run_dra_driver(defects=(), claims=CLAIMS, patterns=(), make_claims=None, retry_clock=None):
     """Certify the fake DRA driver (two devices, claims A and B allocated as ALLOCATED through its state file) with
     `defects` (contract breaches) or `patterns` (behaviours real drivers have that the contract allows);
-    `make_claims`: DraDriverTarget.make_claims (--claims auto), given with claims=()."""
+    `make_claims`: DraDriverTarget.make_claims (--claims auto), given with claims=(); `retry_clock`: a
+    VirtualClock, or None for real time."""
     root = _short_dir("cdra-")
     try:
         config = DriverConfig(
@@ -103,6 +118,8 @@ def run_dra_driver(defects=(), claims=CLAIMS, patterns=(), make_claims=None):
             version="test",
             workdir=root / "work",
         )
+        if retry_clock is not None:
+            target.retry_clock = RetryClock(retry_clock.now, retry_clock.sleep)
         return certify_dra_driver(target)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -37,6 +37,16 @@ PATTERNS = {
             "claim-error-once)'], which the kubelet calls again for)",
         ),
     ),
+    # Fails each claim for 12 s from its first call: the certifier calls again 2, 4 and 8 s apart, so the fourth
+    # answer, 14 s after the first, is the first without the error (3 x 2 s would have given up at 6 s).
+    "claim-error-for-a-while": (
+        {},
+        (
+            "DRA-PREPARE",
+            "claim ns-1/claim-a: 2 device(s) (after 3 failed answer(s) ['device still being set up, try again "
+            "(pattern claim-error-for-a-while)'], which the kubelet calls again for)",
+        ),
+    ),
 }
 
 
@@ -100,3 +110,22 @@ def test_a_restarted_driver_is_notified_before_it_is_called():
     restart = next(i for i, line in enumerate(evidence) if line.startswith("certifier: restarting the driver"))
     assert restart < notify < len(evidence) - 2
     assert "endpoint" in result(cert, "DRA-REG-INFO").evidence[-1]
+
+
+def test_claims_failed_for_a_while_are_called_again_in_every_clause_that_prepares_or_unprepares_them():
+    """claim-error-for-a-while fails each claim's first 12 s: three failed answers (at 0, 2 and 6 s) before the one at
+    14 s, in DRA-PREPARE, DRA-UNPREPARE, for the made-up claim of DRA-UNPREPARE-UNKNOWN and for both claims in the
+    restarted driver (DRA-PREPARE-MULTI judges its first answer)."""
+    retries = {
+        r.clause.id: [line.split(" in an OK answer")[0] for line in r.evidence if " in an OK answer; " in line]
+        for r in certified("claim-error-for-a-while").results
+    }
+    prepared, unprepared = "note: NodePrepareResources failed claim(s)", "note: NodeUnprepareResources failed claim(s)"
+    unknown = retries["DRA-UNPREPARE-UNKNOWN"][0].removeprefix(unprepared)
+    assert {clause: lines for clause, lines in retries.items() if lines} == {
+        "DRA-PREPARE": [f"{prepared} ['uid-a']"] * 3,
+        "DRA-UNPREPARE": [f"{unprepared} ['uid-a']"] * 3,
+        "DRA-UNPREPARE-UNKNOWN": [f"{unprepared}{unknown}"] * 3,
+        "DRA-RESTART": [f"{prepared} ['uid-a', 'uid-b']"] * 3,
+    }
+    assert unknown.startswith(" ['00000000-dc00-4000-8000-")

@@ -2,7 +2,7 @@
 mode fails exactly its clause and no other."""
 
 import pytest
-from certify_subjects import CLAIMS, run_device_plugin, run_dra_driver
+from certify_subjects import CLAIMS, VirtualClock, run_device_plugin, run_dra_driver
 
 from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES, DRA_DRIVER_CLAUSES
 from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS
@@ -87,10 +87,33 @@ DRA_DEFECTS = [
 
 @pytest.mark.parametrize("defect,clause,finding", DRA_DEFECTS, ids=[d for d, _, _ in DRA_DEFECTS])
 def test_each_dra_driver_defect_fails_exactly_its_clause(defect, clause, finding):
-    cert = run_dra_driver([defect])
+    """Their answers do not depend on time: the certifier's 180 s for a claim that never recovers pass virtually."""
+    cert = run_dra_driver([defect], retry_clock=VirtualClock())
     assert cert.failed_ids() == [clause], [(r.clause.id, r.message) for r in cert.results if r.verdict == FAIL]
     assert finding in next(r for r in cert.results if r.clause.id == clause).message
     assert all(v == PASS for c, v in verdicts(cert).items() if c not in (clause, "DRA-SLICES"))
+
+
+def test_a_claim_a_defect_fails_forever_is_called_again_for_180_s_and_its_fail_says_so():
+    """unprepare-rejects-repeat never recovers: the second unprepare fails in 10 answers over the kubelet's first
+    two resyncs (2 x 90 s), and the FAIL names the rule, its source and the driver's last error."""
+    cert = run_dra_driver(["unprepare-rejects-repeat"], retry_clock=VirtualClock())
+    result = next(r for r in cert.results if r.clause.id == "DRA-UNPREPARE-IDEMPOTENT")
+    assert (result.verdict, result.message) == (
+        FAIL,
+        "second unprepare of uid-a: claim uid-a is not prepared (defect unprepare-rejects-repeat) in all 10 answer(s) "
+        "over 180 s; a claim failed in an OK answer must succeed when called again within 180 s, the kubelet's first "
+        "two resyncs after the failure: it calls again at every sync of the terminating pod, 10-15 s apart "
+        "(pkg/kubelet/kubelet.go SyncTerminatingPod fails the sync; pkg/kubelet/pod_workers.go completeWork requeues "
+        "after the back-off) until it succeeds",
+    )
+    calls = [line for line in result.evidence if line.startswith("-> v1.DRAPlugin/NodeUnprepareResources")]
+    assert len(calls) == 10
+    gave_up = result.evidence.index(
+        "certifier: NodeUnprepareResources still failed claim(s) ['uid-a'] after 10 answer(s) over 180 s: given up, "
+        "the last error is the verdict's"
+    )
+    assert "claim uid-a is not prepared (defect unprepare-rejects-repeat)" in result.evidence[gave_up - 1]
 
 
 def test_a_dra_driver_crash_is_one_fail_quoting_its_log_and_later_clauses_are_judged_on_their_own():

@@ -22,6 +22,16 @@ DRA_KEP = "KEP-4381 (DRA structured parameters)"
 CDI_SPEC = "CDI specification v0.6+ (cncf-tags/container-device-interface SPEC.md)"
 SLICE_TYPES = "staging/src/k8s.io/api/resource/v1/types.go (ResourceSlice) and pkg/apis/resource/validation"
 DRA_HELPER = "staging/src/k8s.io/dynamic-resource-allocation/kubeletplugin/draplugin.go"
+# Where the kubelet calls again for a claim failed in an OK answer, without limit (certify/limits.py).
+KUBELET_PREPARE_RETRY = (
+    "pkg/kubelet/kuberuntime/kuberuntime_manager.go (SyncPod records FailedPrepareDynamicResources and returns "
+    "without failing the sync); pkg/kubelet/pod_workers.go (completeWork requeues the pod at the resync, "
+    "SyncFrequency 1 min jittered by up to half: 60-90 s)"
+)
+KUBELET_UNPREPARE_RETRY = (
+    "pkg/kubelet/kubelet.go (SyncTerminatingPod fails on UnprepareDynamicResources' error); pkg/kubelet/pod_workers.go "
+    "(completeWork retries after the 10 s back-off)"
+)
 EXAMPLE_DRIVER_CDI = "kubernetes-sigs/dra-example-driver cmd/dra-example-kubeletplugin/cdi.go"
 
 
@@ -176,10 +186,16 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
         "NodePrepareResources",
         "Preparing an allocated claim answers that claim with no error and zero or more devices (zero passes with a "
         "note), each with pool and device name and fully qualified CDI device IDs (none is valid); when --claims "
-        "names the allocated devices, a non-empty answer names exactly those.",
+        "names the allocated devices, a non-empty answer names exactly those. A claim failed in an OK answer is "
+        "called again, as the kubelet calls again at every pod sync (60-90 s apart, without limit): after 2 s, then "
+        "ever further apart (at most 30 s), and its error is the verdict only if it still fails 180 s after the "
+        "first call (the kubelet's first two resyncs after the failure; then the FAIL says how many answers over "
+        "how long failed it). So for every clause that prepares or unprepares a claim the driver knows; a claim "
+        "given up on that has not succeeded since is not waited for again.",
         f"{DRA_API} (NodePrepareResourceResponse.devices: 'each request may have zero or more devices'; "
-        f"Device.cdi_device_ids: 'None is also valid'); {DRA_MANAGER} (Manager.prepareResources records "
-        "result.GetDevices() as answered)",
+        f"Device.cdi_device_ids: 'None is also valid'; NodePrepareResourceResponse.error: 'If non-empty, preparing "
+        f"the ResourceClaim failed'); {DRA_MANAGER} (Manager.prepareResources records result.GetDevices() as "
+        f"answered); {KUBELET_PREPARE_RETRY}",
     ),
     Clause(
         "DRA-PREPARE-IDEMPOTENT",
@@ -212,8 +228,9 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DRA-UNPREPARE",
         "NodeUnprepareResources",
-        "Unpreparing prepared claims answers each claim with no error.",
-        f"{DRA_API} (NodeUnprepareResourcesResponse)",
+        "Unpreparing prepared claims answers each claim with no error; a claim failed in an OK answer is called "
+        "again as in DRA-PREPARE (the kubelet calls again at every sync of the terminating pod).",
+        f"{DRA_API} (NodeUnprepareResourcesResponse); {KUBELET_UNPREPARE_RETRY}",
     ),
     Clause(
         "DRA-CDI-REMOVED",
@@ -275,13 +292,18 @@ DRA_PATTERNS_PASSED: dict[str, str] = {
     "DRA-SERVICE": "`serve-after-notify` (endpoint absent until the notification)",
     "DRA-PREPARE": "`prepare-no-devices` (NRI drivers: zero devices, a note); `cdi-common-device` and "
     "`cdi-static-per-device` (CDI IDs that are no claim's own); `claim-error-once` (a claim failed in an OK answer "
-    "is called again, as the kubelet does)",
+    "is called again, as the kubelet does); `claim-error-for-a-while` (each claim failed for 12 s: called again "
+    "until it succeeds, as the kubelet does at every pod sync)",
     "DRA-PREPARE-MULTI": "`fetch-claims-first` (kubeletplugin: the whole call fails with a gRPC error); a per-claim "
     "error for the made-up claim only, or for both claims",
     "DRA-CDI-VALID": "`cdi-common-device`, `cdi-static-per-device`; NOT APPLICABLE for `prepare-no-devices`",
+    "DRA-UNPREPARE": "`claim-error-once`, `claim-error-for-a-while` (a failed unprepare is called again until it "
+    "succeeds)",
     "DRA-CDI-REMOVED": "`cdi-common-device`, `cdi-static-per-device` (shared or static IDs are notes); NOT "
     "APPLICABLE for `prepare-no-devices`",
-    "DRA-RESTART": "`serve-after-notify` (notified after the restart), `prepare-no-devices` (zero devices both times)",
+    "DRA-UNPREPARE-UNKNOWN": "`claim-error-for-a-while` (the made-up claim is failed for 12 s, then unprepared)",
+    "DRA-RESTART": "`serve-after-notify` (notified after the restart), `prepare-no-devices` (zero devices both times), "
+    "`claim-error-for-a-while` (the restarted driver fails both claims for 12 s)",
     "DRA-SLICES": "`serve-after-notify` (publishes after the notification: polled for, needs --kubeconfig)",
 }
 

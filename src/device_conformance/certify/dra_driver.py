@@ -22,7 +22,7 @@ import stat
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,32 @@ NOT_AN_ANSWER = (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE,
 # -> an object with claims, allocated (as DraDriverTarget's) and a note for the report (dra_auto_claims.MadeClaims).
 MakeClaims = Callable[[Callable[[], "str | None"]], Any]
 
+# How the kubelet calls again for a claim a driver failed in an OK answer, until it succeeds (limits.py has why).
+KUBELET_CALLS_AGAIN = {
+    "NodePrepareResources": "at every sync of the pod, 60-90 s apart (pkg/kubelet/kuberuntime/kuberuntime_manager.go "
+    "SyncPod returns without failing the sync; pkg/kubelet/pod_workers.go completeWork requeues at the resync)",
+    "NodeUnprepareResources": "at every sync of the terminating pod, 10-15 s apart (pkg/kubelet/kubelet.go "
+    "SyncTerminatingPod fails the sync; pkg/kubelet/pod_workers.go completeWork requeues after the back-off)",
+}
+
+
+@dataclass
+class RetryClock:
+    """How the certifier tells and spends the time between its calls for a failed claim (_call); a test of a driver
+    whose answers do not depend on time may give a virtual one."""
+
+    now: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass(frozen=True)
+class GaveUp:
+    """A claim the driver still failed when the certifier stopped calling again for it (_call)."""
+
+    answers: int  # every one of them failed it
+    seconds: float  # from the first call to the last answer
+    earlier: bool = False  # given up on in an earlier call without succeeding since, so not waited for again
+
 
 @dataclass
 class DraDriverTarget:
@@ -87,6 +113,7 @@ class DraDriverTarget:
     name: str = ""
     version: str = ""
     workdir: Path = Path(".")
+    retry_clock: RetryClock = field(default_factory=RetryClock)
 
 
 def load_claims(path: str, driver: str, node: str | None = None) -> tuple[list[Claim], dict[str, list[str]]]:
@@ -139,6 +166,8 @@ class DraDriverCertifier:
         self.answered_ids: dict[str, set[str]] = {}
         # (method, claim UID) -> the errors of the OK answers that failed it before the answer judged (_call)
         self.failed_answers: dict[tuple[str, str], list[str]] = {}
+        # (method, claim UID) -> the claim was still failed when the certifier gave up calling again (_call)
+        self.gave_up: dict[tuple[str, str], GaveUp] = {}
         self._slices_before: SliceJudgement | None = None  # judged in DRA-RESTART, before the restart
         self.crash = CrashWatch(self.proc, self._recover)
 
@@ -394,36 +423,84 @@ class DraDriverCertifier:
         return ("dc-certify", f"00000000-dc00-4000-8000-{uuid.uuid4().hex[:12]}", f"{what}-{tag}")
 
     def _call(self, ev: Evidence, method: str, claims: list[Claim], *, again: bool = True) -> Any:
-        """The driver's answer to `method` for `claims`. A claim failed in an OK answer is called again, as the
-        kubelet does (pkg/kubelet/cm/dra/manager.go: the pod's prepare or unprepare fails and is retried at its next
-        sync; dra/v1 api.proto NodePrepareResourceResponse.error: "If non-empty, preparing the ResourceClaim
-        failed"), up to limits.DRA_FAILED_ANSWER_RETRIES times; the answer returned holds each claim's last result.
-        again=False: the claim's error is the answer judged (a made-up claim)."""
+        """The driver's answer to `method` for `claims`. A claim failed in an OK answer (dra/v1 api.proto
+        NodePrepareResourceResponse.error: "If non-empty, preparing the ResourceClaim failed") is called again, as
+        the kubelet calls again for it until it succeeds (KUBELET_CALLS_AGAIN), 2 s later and then ever further
+        apart, until it succeeds or limits.DRA_FAILED_CLAIM_RETRY_FOR has passed (the kubelet's first two resyncs);
+        the answer returned holds each claim's last result. again=False: the claim's error is the answer judged (a
+        made-up claim)."""
+        clock = self.t.retry_clock
+        started = clock.now()
         response = self._call_once(ev, method, claims)
-        for attempt in range(limits.DRA_FAILED_ANSWER_RETRIES if again else 0):
-            failed = [c for c in claims if c[1] in response.claims and response.claims[c[1]].error]
-            if not failed:
+        if not again:
+            return response
+        answers, pause = 1, limits.DRA_FAILED_CLAIM_FIRST_PAUSE
+        while failed := self._failed(response, claims):
+            waited = clock.now() - started
+            if waited >= limits.DRA_FAILED_CLAIM_RETRY_FOR or all((method, c[1]) in self.gave_up for c in failed):
+                self._give_up(ev, method, failed, GaveUp(answers, waited))
                 break
             for claim in failed:
                 self.failed_answers.setdefault((method, claim[1]), []).append(response.claims[claim[1]].error)
+            pause = min(pause, limits.DRA_FAILED_CLAIM_RETRY_FOR - waited)
             ev.add(
                 f"note: {method} failed claim(s) {[c[1] for c in failed]} in an OK answer; the kubelet calls again "
-                f"for them, and so does the certifier (retry {attempt + 1} of {limits.DRA_FAILED_ANSWER_RETRIES}, "
-                f"after {limits.DRA_FAILED_ANSWER_PAUSE:.0f} s: the kubelet's is its next pod sync, 60-90 s)"
+                f"for them, and so does the certifier (retry {answers} in {pause:.0f} s, {waited + pause:.0f} s after "
+                f"the first call; the kubelet's is its next pod sync, 60-90 s; the certifier gives up at "
+                f"{limits.DRA_FAILED_CLAIM_RETRY_FOR:.0f} s)"
             )
-            time.sleep(limits.DRA_FAILED_ANSWER_PAUSE)  # a retry's spacing, not a wait for an event
+            clock.sleep(pause)  # a retry's spacing, not a wait for an event
             retried = self._call_once(ev, method, failed)
+            answers += 1
             for claim in failed:
                 if claim[1] in retried.claims:
                     response.claims[claim[1]].CopyFrom(retried.claims[claim[1]])
+            pause = min(2 * pause, limits.DRA_FAILED_CLAIM_MAX_PAUSE)
+        for claim in claims:
+            if claim[1] in response.claims and not response.claims[claim[1]].error:
+                self.gave_up.pop((method, claim[1]), None)
         return response
+
+    @staticmethod
+    def _failed(response: Any, claims: list[Claim]) -> list[Claim]:
+        return [c for c in claims if c[1] in response.claims and response.claims[c[1]].error]
+
+    def _give_up(self, ev: Evidence, method: str, failed: list[Claim], now: GaveUp) -> None:
+        """Stop calling again for `failed`; a claim given up on before without succeeding since is not waited for
+        a second time (its record stays, marked earlier)."""
+        for claim in failed:
+            before = self.gave_up.get((method, claim[1]))
+            self.gave_up[(method, claim[1])] = replace(before, earlier=True) if before else now
+        earlier = (
+            " (given up on before, not waited for again)"
+            if all(self.gave_up[(method, c[1])].earlier for c in failed)
+            else ""
+        )
+        ev.add(
+            f"certifier: {method} still failed claim(s) {[c[1] for c in failed]} after {now.answers} answer(s) over "
+            f"{now.seconds:.0f} s{earlier}: given up, the last error is the verdict's"
+        )
 
     def _retried(self, method: str, uid: str) -> str:
         """What the verdict adds for a claim the driver failed in OK answers before it succeeded ("" if none)."""
         errors = self.failed_answers.get((method, uid), [])
         if not errors:
             return ""
-        return f" (after {len(errors)} failed answer(s) {errors}, which the kubelet calls again for)"
+        distinct = list(dict.fromkeys(errors))
+        return f" (after {len(errors)} failed answer(s) {distinct}, which the kubelet calls again for)"
+
+    def _never_succeeded(self, method: str, uid: str) -> str:
+        """What a FAIL adds for a claim the certifier gave up on ("" if it did not): how many answers over how long
+        failed it, and the rule with its upstream source."""
+        gave_up = self.gave_up.get((method, uid))
+        if gave_up is None:
+            return ""
+        when = " when first called (not waited for again)" if gave_up.earlier else ""
+        return (
+            f" in all {gave_up.answers} answer(s) over {gave_up.seconds:.0f} s{when}; a claim failed in an OK answer "
+            f"must succeed when called again within {limits.DRA_FAILED_CLAIM_RETRY_FOR:.0f} s, the kubelet's first "
+            f"two resyncs after the failure: it calls again {KUBELET_CALLS_AGAIN[method]} until it succeeds"
+        )
 
     def _call_once(self, ev: Evidence, method: str, claims: list[Claim]) -> Any:
         client = self._connected()
@@ -447,7 +524,9 @@ class DraDriverCertifier:
             raise ClauseFailed(f"claim {uid} missing from the answer (has {sorted(response.claims)})")
         result = response.claims[uid]
         if result.error:
-            raise ClauseFailed(f"claim {uid}: error {result.error!r}")
+            raise ClauseFailed(
+                f"claim {uid}: error {result.error!r}" + self._never_succeeded("NodePrepareResources", uid)
+            )
         return self._checked_devices(uid, result)
 
     def _checked_devices(self, uid: str, result: Any) -> list[dict[str, Any]]:
@@ -589,7 +668,11 @@ class DraDriverCertifier:
         ]
         self.unprepared = dict(self.prepared)
         if problems:
-            raise ClauseFailed(f"unprepare: {problems}")
+            failed = self._failed(response, claims)
+            raise ClauseFailed(
+                f"unprepare: {problems}"
+                + (self._never_succeeded("NodeUnprepareResources", failed[0][1]) if failed else "")
+            )
         self.prepared.clear()
         return f"{len(claims)} claim(s) unprepared"
 
@@ -639,9 +722,12 @@ class DraDriverCertifier:
             raise NotApplicable("the claim was not unprepared (DRA-UNPREPARE)")
         response = self._call(ev, "NodeUnprepareResources", [claim])
         result = response.claims.get(claim[1])
-        if result is None or result.error:
+        if result is None:
+            raise ClauseFailed(f"second unprepare of {claim[1]}: claim missing from answer")
+        if result.error:
             raise ClauseFailed(
-                f"second unprepare of {claim[1]}: {result.error if result else 'claim missing from answer'}"
+                f"second unprepare of {claim[1]}: {result.error}"
+                + self._never_succeeded("NodeUnprepareResources", claim[1])
             )
         return "the second unprepare succeeded"
 
@@ -650,9 +736,12 @@ class DraDriverCertifier:
         ev.add(f"claim {unknown[0]}/{unknown[2]} (uid {unknown[1]}) is made up: never prepared")
         response = self._call(ev, "NodeUnprepareResources", [unknown])
         result = response.claims.get(unknown[1])
-        if result is None or result.error:
+        if result is None:
+            raise ClauseFailed("unprepare of an unknown claim: claim missing from answer")
+        if result.error:
             raise ClauseFailed(
-                f"unprepare of an unknown claim: {result.error if result else 'claim missing from answer'}"
+                f"unprepare of an unknown claim: {result.error}"
+                + self._never_succeeded("NodeUnprepareResources", unknown[1])
             )
         return "succeeded"
 

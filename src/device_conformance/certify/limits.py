@@ -27,8 +27,19 @@ CONCURRENT_CALLS = 8
 # close its socket while dying, before it can be reaped), so the evidence says it crashed.
 EXIT_AFTER_BROKEN_CALL = 5.0
 
-# A DRA claim failed in an OK answer is called again (certify/dra_driver.py _call), as the kubelet retries the pod's
-# prepare and unprepare at each pod sync (pkg/kubelet/cm/dra/manager.go; every 60-90 s there): this many times,
-# this far apart, before its error is the verdict.
-DRA_FAILED_ANSWER_RETRIES = 3
-DRA_FAILED_ANSWER_PAUSE = 2.0
+# A DRA claim failed in an OK answer (dra/v1 api.proto NodePrepareResourceResponse.error: "If non-empty, preparing
+# the ResourceClaim failed", no time limit) is called again (certify/dra_driver.py _call) as the kubelet calls it:
+# SyncPod records FailedPrepareDynamicResources and returns without failing the sync
+# (pkg/kubelet/kuberuntime/kuberuntime_manager.go), so the pod worker syncs the pod again at its resync, the
+# kubelet's SyncFrequency (1 min by default, pkg/kubelet/apis/config/v1beta1/defaults.go) jittered by up to half
+# (pkg/kubelet/pod_workers.go completeWork, workerResyncIntervalJitterFactor = 0.5): every 60-90 s, without end.
+# A failed unprepare fails the terminating pod's sync (pkg/kubelet/kubelet.go SyncTerminatingPod) and is retried
+# after the 10 s back-off (kubelet.go backOffPeriod, jittered by up to half), also without end.
+KUBELET_RESYNC_MAX = 90.0
+# The certifier gives up on a claim only when it still fails once the kubelet's first two resyncs after the failure
+# have passed: the driver's pod would still not have started, so the claim is taken as never succeeding.
+DRA_FAILED_CLAIM_RETRY_FOR = 2 * KUBELET_RESYNC_MAX
+# Until then it calls again after 2 s, the pause doubling up to 30 s: a driver that recovers in seconds is judged
+# within seconds of recovering, one that never does costs 10 calls.
+DRA_FAILED_CLAIM_FIRST_PAUSE = 2.0
+DRA_FAILED_CLAIM_MAX_PAUSE = 30.0
