@@ -103,7 +103,7 @@ def test_init_container_devices_are_reused_by_the_app_container(
     )
     allocate_calls(kubelet_counts, resource, before + 2)
     _still_advertised(kube, node, resource, offered, "while the pod holds one device")
-    if second_device_judged(request.node, n, "the devices left free for another pod"):
+    if second_device_judged(request.node, n, "a pod on the devices left free"):
         rest = pod_factory("rest", SLEEP, resources={resource: n - 1})
         rest.wait_running()
         free = sorted(set(offered) - {held})
