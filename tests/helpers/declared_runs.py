@@ -8,6 +8,17 @@ FIXED = "1.37.0"
 ROLLOUT_BUG = "from device_conformance.expectations.deviceplugin import PLUGIN_ROLLOUT_ZEROES_ALLOCATABLE as BUG\n"
 
 
+def rollout_bug_module(body):
+    """A test module whose one test declares ROLLOUT_BUG and runs `body` (indented) with shows_known_bug."""
+    return f"""
+import pytest
+{ROLLOUT_BUG}
+@pytest.mark.known_bug(BUG)
+def test_x(shows_known_bug):
+{body}
+"""
+
+
 def run(pytester, version, source, *args):
     """Run `source` as a test module with kube_version fixed at `version`."""
     pytester.makeconftest(

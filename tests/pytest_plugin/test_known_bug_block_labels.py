@@ -2,19 +2,10 @@
 the file:line that opened it; every block of a bug must show it on an affected release (pytester runs)."""
 
 import pytest
-from declared_runs import AFFECTED, ROLLOUT_BUG, run
+from declared_runs import AFFECTED, run
+from declared_runs import rollout_bug_module as module
 
 pytest_plugins = ["pytester"]
-
-
-def module(body):
-    return f"""
-import pytest
-{ROLLOUT_BUG}
-@pytest.mark.known_bug(BUG)
-def test_x(shows_known_bug):
-{body}
-"""
 
 
 def where(pytester, marker, module_path="test_declared.py"):

@@ -2,18 +2,9 @@
 
 import pytest
 from declared_runs import AFFECTED, FIXED, ROLLOUT_BUG, run
+from declared_runs import rollout_bug_module as module
 
 pytest_plugins = ["pytester"]
-
-
-def module(body):
-    return f"""
-import pytest
-{ROLLOUT_BUG}
-@pytest.mark.known_bug(BUG)
-def test_x(shows_known_bug):
-{body}
-"""
 
 
 SHOWS = module("""    with shows_known_bug(BUG):
