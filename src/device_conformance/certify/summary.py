@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from device_conformance.certify.report_text import one_line
-from device_conformance.certify.verdicts import VERDICTS
+from device_conformance.certify.verdicts import PASS, VERDICTS
 from device_conformance.core.errors import BadInput
 
 
@@ -18,6 +18,9 @@ class ReportRow:
     mode: str
     counts: dict[str, int]
     passed: bool
+    # The PASSes with checks that could not judge the subject (verdicts.py Certification.partly_judged); 0 in
+    # reports written before result.json counted them.
+    partly_judged: int = 0
 
 
 def read_reports(root: Path) -> list[ReportRow]:
@@ -39,6 +42,7 @@ def read_reports(root: Path) -> list[ReportRow]:
                     mode=result["mode"].split(" (")[0],
                     counts={v: int(result["counts"].get(v, 0)) for v in VERDICTS},
                     passed=bool(result["passed"]),
+                    partly_judged=int(result.get("partly_judged", 0)),
                 )
             )
         except (ValueError, KeyError, TypeError) as exc:
@@ -54,8 +58,16 @@ def render(rows: list[ReportRow]) -> str:
     lines += [
         # A subject's name is its vendor's text: printed with control characters escaped (report_text).
         f"| {one_line(r.folder)} | {one_line(r.subject)} | {one_line(r.mode)} | "
-        + " | ".join(str(r.counts[v]) for v in VERDICTS)
+        + " | ".join(count_cell(r, v) for v in VERDICTS)
         + f" | {'PASSED' if r.passed else 'FAILED'} |"
         for r in rows
     ]
     return "\n".join(lines)
+
+
+def count_cell(row: ReportRow, verdict: str) -> str:
+    """A verdict's count; a PASS count says how many of them had checks not judged (none: the count alone)."""
+    cell = str(row.counts[verdict])
+    if verdict == PASS and row.partly_judged:
+        cell += f" ({row.partly_judged} with checks not judged)"
+    return cell
