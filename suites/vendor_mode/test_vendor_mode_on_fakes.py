@@ -404,6 +404,27 @@ RUNS = (
         ),
     ),
     Run(
+        "dra-claim-error-for-a-while",
+        DRA,
+        patterns=("claim-error-for-a-while",),
+        # Each claim's NodePrepareResources and NodeUnprepareResources answer OK with the claim's `error` set for
+        # 12 s from its first call, then succeed, as NVIDIA/k8s-dra-driver-gpu does while its node-wide prepare
+        # lock is held (cmd/gpu-kubelet-plugin/driver.go). The kubelet prepares again at the pod's next sync, a
+        # resync 60-90 s later (pkg/kubelet/kuberuntime/kuberuntime_manager.go SyncPod records
+        # FailedPrepareDynamicResources; pkg/kubelet/pod_workers.go requeues it), and unprepares again after its
+        # back-off: the tests wait for a claim pod per failed prepare the kubelet recorded (wait/dra.py) and count
+        # the calls answered without a failed claim (fixtures/dra_answered_calls.py). Only the modules that count
+        # calls, as for claim-error-once: the pattern changes no answer a test of another module reads.
+        why="a claim failed in OK answers for 12 s, prepared and unprepared on the kubelet's later retries",
+        modules=(
+            "test_dra_vendor_blackbox.py",
+            "test_dra_vendor_claims.py",
+            "test_dra_vendor_driver_restart.py",
+            "test_dra_vendor_kubelet_restart.py",
+            "test_dra_vendor_reboot.py",
+        ),
+    ),
+    Run(
         "dra-defect-prepare-rejects-repeat",
         DRA,
         defects=("prepare-rejects-repeat",),
