@@ -187,6 +187,16 @@ class Run:
     modules: tuple[str, ...] = ()
 
 
+# The DRA black-box modules that count the kubelet's calls (fixtures/dra_answered_calls.py): the claim-error patterns
+# change no answer a test of another module reads.
+CALL_COUNTING_DRA_MODULES = (
+    "test_dra_vendor_blackbox.py",
+    "test_dra_vendor_claims.py",
+    "test_dra_vendor_driver_restart.py",
+    "test_dra_vendor_kubelet_restart.py",
+    "test_dra_vendor_reboot.py",
+)
+
 RUNS = (
     Run(
         "dp-list-empty-then-full",
@@ -395,13 +405,7 @@ RUNS = (
         # failed claim (fixtures/dra_answered_calls.py). Only the modules that count calls: the pattern changes
         # no answer a test of another module reads.
         why="a claim failed once in an OK answer, prepared and unprepared on the kubelet's retry",
-        modules=(
-            "test_dra_vendor_blackbox.py",
-            "test_dra_vendor_claims.py",
-            "test_dra_vendor_driver_restart.py",
-            "test_dra_vendor_kubelet_restart.py",
-            "test_dra_vendor_reboot.py",
-        ),
+        modules=CALL_COUNTING_DRA_MODULES,
     ),
     Run(
         "dra-claim-error-for-a-while",
@@ -416,13 +420,7 @@ RUNS = (
         # the calls answered without a failed claim (fixtures/dra_answered_calls.py). Only the modules that count
         # calls, as for claim-error-once: the pattern changes no answer a test of another module reads.
         why="a claim failed in OK answers for 12 s, prepared and unprepared on the kubelet's later retries",
-        modules=(
-            "test_dra_vendor_blackbox.py",
-            "test_dra_vendor_claims.py",
-            "test_dra_vendor_driver_restart.py",
-            "test_dra_vendor_kubelet_restart.py",
-            "test_dra_vendor_reboot.py",
-        ),
+        modules=CALL_COUNTING_DRA_MODULES,
     ),
     Run(
         "dra-defect-prepare-rejects-repeat",
