@@ -116,8 +116,12 @@ def ran_line(cert: Certification) -> str:
 
 def partly_judged_part(cert: Certification, which: str = "of them") -> str:
     """The part of a summary line that counts the PASSes with checks not judged ("" when there are none)."""
-    partly = len(cert.partly_judged())
-    return f" ({partly} {which} with checks not judged)" if partly else ""
+    return partly_judged_count(len(cert.partly_judged()), which)
+
+
+def partly_judged_count(partly: int, which: str = "") -> str:
+    """ " (N <which> with checks not judged)", or "" for none: the one wording of that count (reports, summary)."""
+    return f" ({' '.join(filter(None, (str(partly), which)))} with checks not judged)" if partly else ""
 
 
 def verdict_text(result: ClauseResult) -> str:

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from device_conformance.certify.report_text import one_line
+from device_conformance.certify.report_text import one_line, partly_judged_count
 from device_conformance.certify.verdicts import PASS, VERDICTS
 from device_conformance.core.errors import BadInput
 
@@ -67,7 +67,4 @@ def render(rows: list[ReportRow]) -> str:
 
 def count_cell(row: ReportRow, verdict: str) -> str:
     """A verdict's count; a PASS count says how many of them had checks not judged (none: the count alone)."""
-    cell = str(row.counts[verdict])
-    if verdict == PASS and row.partly_judged:
-        cell += f" ({row.partly_judged} with checks not judged)"
-    return cell
+    return str(row.counts[verdict]) + (partly_judged_count(row.partly_judged) if verdict == PASS else "")
