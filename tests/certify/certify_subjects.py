@@ -80,11 +80,13 @@ class VirtualClock:
         self.time += seconds
 
 
-def run_dra_driver(defects=(), claims=CLAIMS, patterns=(), make_claims=None, retry_clock=None):
+def run_dra_driver(defects=(), claims=CLAIMS, patterns=(), make_claims=None, retry_clock=None, health="Healthy"):
     """Certify the fake DRA driver (two devices, claims A and B allocated as ALLOCATED through its state file) with
     `defects` (contract breaches) or `patterns` (behaviours real drivers have that the contract allows);
     `make_claims`: DraDriverTarget.make_claims (--claims auto), given with claims=(); `retry_clock`: a
-    VirtualClock, or None for real time."""
+    VirtualClock, or None for real time. It serves DRAResourceHealth v1 and v1alpha1 as the kubeletplugin helper does
+    by default, each stream's first report naming both devices `health` ("": no report until a push; None: no
+    health service)."""
     root = _short_dir("cdra-")
     try:
         config = DriverConfig(
@@ -99,6 +101,8 @@ def run_dra_driver(defects=(), claims=CLAIMS, patterns=(), make_claims=None, ret
             state_file=str(root / "state.json"),
             defects=list(defects),
             patterns=list(patterns),
+            health_service=health is not None,
+            initial_health=health or "",
         )
         allocations = {
             uid: {"namespace": ns, "name": name, "results": [{"device": d, "request": "gpu"} for d in ALLOCATED[uid]]}

@@ -91,6 +91,8 @@ def test_dra_driver_verb_passes_the_fake_driver(tmp_path, plugin_root):
         control_socket=str(plugin_root / "ctl.sock"),
         call_log=str(tmp_path / "calls.jsonl"),
         state_file=str(tmp_path / "state.json"),
+        health_service=True,
+        initial_health="Healthy",
     )
     allocations = {
         uid: {"namespace": ns, "name": name, "results": [{"device": f"dev-{n}"}]}
@@ -105,7 +107,7 @@ def test_dra_driver_verb_passes_the_fake_driver(tmp_path, plugin_root):
     argv += ["--command", fake_command("dra_driver", tmp_path / "config.json"), "--out", str(tmp_path / "out")]
     assert main(argv) == 0
     result = json.loads((tmp_path / "out" / "result.json").read_text())
-    assert result["counts"] == {"PASS": 13, "FAIL": 0, "NOT APPLICABLE": 1}
+    assert result["counts"] == {"PASS": 14, "FAIL": 0, "NOT APPLICABLE": 1}
     assert result["api_versions"] == [
         "pluginregistration/v1 (Registration: GetInfo, NotifyRegistrationStatus)",
         "dra/v1 (v1.DRAPlugin)",

@@ -10,6 +10,10 @@ from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES
 from device_conformance.certify.verdicts import NOT_APPLICABLE, PASS
 
 NO_CDI = "the driver answered no devices (the API allows zero or more), so there are no CDI device IDs"
+DECLINED = (
+    "declines health reporting: v1: declined (UNIMPLEMENTED: device health reporting is not supported by this driver); "
+    "v1alpha1: declined (UNIMPLEMENTED: device health reporting is not supported by this driver)"
+)
 # pattern -> (clauses judged NOT APPLICABLE and why, besides DRA-SLICES; (clause, expected message))
 PATTERNS = {
     "fetch-claims-first": (
@@ -37,6 +41,7 @@ PATTERNS = {
             "claim-error-once)'], which the kubelet calls again for)",
         ),
     ),
+    "health-not-supported": ({"DRA-HEALTH": DECLINED}, ("DRA-HEALTH", DECLINED)),
     # Fails each claim for 12 s from its first call: the certifier calls again 2, 4 and 8 s apart, so the fourth
     # answer, 14 s after the first, is the first without the error (3 x 2 s would have given up at 6 s).
     "claim-error-for-a-while": (

@@ -4,6 +4,7 @@ mode fails exactly its clause and no other."""
 import pytest
 from certify_subjects import CLAIMS, VirtualClock, run_device_plugin, run_dra_driver
 
+from device_conformance.certify import limits
 from device_conformance.certify.clauses import DEVICE_PLUGIN_CLAUSES, DRA_DRIVER_CLAUSES
 from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS
 from device_conformance.fakes.device_plugin import DeviceConfig
@@ -82,6 +83,19 @@ DRA_DEFECTS = [
     ("cdi-invalid-version", "DRA-CDI-VALID", "cdiVersion '0.0.0-defect' is not a released CDI version"),
     ("restart-renames-cdi-devices", "DRA-RESTART", "after the restart prepare gave"),
     ("prepare-first-device-only", "DRA-PREPARE", "prepared devices ['dev-0'], the allocation has ['dev-0', 'dev-1']"),
+    (
+        "health-stream-error",
+        "DRA-HEALTH",
+        "v1.DRAResourceHealth is advertised, but NodeWatchResources failed in all 6 call(s) over 25 s (last: INTERNAL: "
+        "device health monitor is not running (defect health-stream-error)): the kubelet calls again every 5 s and "
+        "gets no health",
+    ),
+    (
+        "health-report-unnamed-devices",
+        "DRA-HEALTH",
+        "v1: the first report names no device in devices[0] (pool '', device 'dev-0'), devices[1] (pool '', device "
+        "'dev-1'): a DeviceIdentifier names the pool",
+    ),
 ]
 
 
@@ -138,6 +152,7 @@ def test_without_claims_the_prepare_clauses_are_not_applicable_never_passed():
         "DRA-REG-INFO": PASS,
         "DRA-REG-NOTIFY": PASS,
         "DRA-SERVICE": PASS,
+        "DRA-HEALTH": PASS,
         # A made-up claim needs no allocation: unpreparing it is checkable without claims.
         "DRA-UNPREPARE-UNKNOWN": PASS,
     }
@@ -190,3 +205,36 @@ def test_a_subject_that_never_starts_fails_every_clause_at_once_with_its_exit(tm
     }
     assert sum(r.seconds for r in dra.results) < 10, "no clause waits for a subject that is gone"
     assert "the subject exited (exit 3)" in dra.results[0].evidence[0]
+
+
+def _health(cert):
+    return next(r for r in cert.results if r.clause.id == "DRA-HEALTH")
+
+
+def test_a_driver_serving_both_health_versions_passes_with_what_each_first_report_names(clean_dra_driver):
+    """The kubeletplugin helper's defaults from v0.37: v1 and v1alpha1 served, a first report of every device."""
+    health = _health(clean_dra_driver)
+    assert (health.verdict, health.message) == (
+        PASS,
+        "v1: reports 2 device(s) ['node-1/dev-0', 'node-1/dev-1']; v1alpha1: reports 2 device(s) ['node-1/dev-0', "
+        "'node-1/dev-1']",
+    )
+    assert health.evidence[0] == "-> v1.DRAResourceHealth/NodeWatchResources {} (1 call(s), 0.0s)"
+
+
+def test_a_driver_without_the_health_service_is_not_applicable():
+    health = _health(run_dra_driver(health=None))
+    assert (health.verdict, health.message) == (
+        NOT_APPLICABLE,
+        "advertises no DRAResourceHealth version (the service is optional)",
+    )
+
+
+def test_a_stream_that_sends_nothing_within_the_window_is_served_and_passes(monkeypatch):
+    """No rule says when the first report comes: open and silent for the whole window is a PASS saying so."""
+    monkeypatch.setattr(limits, "DRA_HEALTH_FIRST_REPORT", 1.0)
+    health = _health(run_dra_driver(health=""))
+    assert (health.verdict, health.message) == (
+        PASS,
+        "v1: open, no report within 1 s; v1alpha1: open, no report within 1 s",
+    )

@@ -23,6 +23,9 @@ REPLACED = deviceplugin.REGISTRATION_REPLACES_THE_CONNECTION
 REFUSED = deviceplugin.REGISTRATION_REFUSED_ALREADY_CONNECTED
 OMITS = deviceplugin.PODRESOURCES_OMITS_SIDECARS
 LISTS = deviceplugin.PODRESOURCES_LISTS_SIDECARS
+NO_HEALTH = dra.HEALTH_APIS_NONE
+V1ALPHA1 = dra.HEALTH_APIS_V1ALPHA1
+V1_FIRST = dra.HEALTH_APIS_V1_THEN_V1ALPHA1
 
 # Every release with a row below, oldest first: the three older ones, then the matrix.
 RELEASES = (*OLDER_VERSIONS, *MATRIX_VERSIONS)
@@ -31,12 +34,14 @@ RELEASES = (*OLDER_VERSIONS, *MATRIX_VERSIONS)
 # reader of #102882 until 1.30, no v1 reader from 1.31.0, #123398), the checkpoint with a wrong checksum (state lost
 # on every release), a Register on a socket the kubelet is connected to (replaced before 1.37, read back to module
 # source v1.28.15; refused from 1.37.0, #135437), a podresources entry of a pod with a sidecar (the sidecar
-# is missing before 1.30, listed from 1.30.0, #120718).
+# is missing before 1.30, listed from 1.30.0, #120718), the DRAResourceHealth versions the kubelet opens (none
+# before 1.34, #130606; v1alpha1 alone in 1.34-1.36; v1 first from 1.37.0-rc.0, #139477).
 BEHAVIOURS = {
     deviceplugin.V1_CHECKPOINT_ON_RESTART.name: [REJECTED] * 3 + [ADMITTED] * 7,
     deviceplugin.CORRUPT_CHECKPOINT_ON_RESTART.name: [ADMITTED] * 10,
     deviceplugin.REGISTER_ON_A_CONNECTED_SOCKET.name: [REPLACED] * 9 + [REFUSED],
     deviceplugin.PODRESOURCES_SIDECAR_ENTRY.name: [OMITS] * 2 + [LISTS] * 8,
+    dra.HEALTH_API_PREFERENCE.name: [NO_HEALTH] * 6 + [V1ALPHA1] * 3 + [V1_FIRST],
 }
 
 DRA = {"DynamicResourceAllocation": True}

@@ -52,6 +52,8 @@ DRA_DRIVER_NAMES = (
     "cdi-invalid-version",
     "restart-renames-cdi-devices",
     "cdi-claim-edits-global",
+    "health-stream-error",
+    "health-report-unnamed-devices",
 )
 REGISTRIES = {
     "device_conformance.fakes.device_plugin": DEVICE_PLUGIN_DEFECTS,
@@ -77,7 +79,9 @@ def test_the_defects_that_are_faults_from_the_start():
         "options-crash": ("GetDevicePluginOptions", PANIC),
         "register-crash": ("Register", PANIC),
     }
-    assert [d.name for d in DRA_DRIVER_DEFECTS if d.fault is not None] == []
+    assert {d.name: (d.fault.method, d.fault.action) for d in DRA_DRIVER_DEFECTS if d.fault is not None} == {
+        "health-stream-error": ("NodeWatchResources", ERROR),
+    }
 
 
 def _reads(package: str) -> dict[str, set[str]]:
@@ -228,7 +232,7 @@ def test_a_call_the_fake_makes_takes_only_a_crash_or_a_panic():
 
 
 def test_the_dra_driver_preloads_its_fault_defects_as_the_device_plugin_does(monkeypatch, tmp_path):
-    """No DRA defect is a fault from the start yet; one added to its registry is preloaded without more code."""
+    """A DRA defect added to its registry as a fault from the start is preloaded without more code."""
     from device_conformance.fakes.dra_driver import driver as driver_module
 
     unavailable = Defect("info-unavailable", "b", "r", fault=Fault("GetInfo", ERROR, "UNAVAILABLE"))

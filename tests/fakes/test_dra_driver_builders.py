@@ -135,7 +135,12 @@ def test_config_round_trips_through_json_with_derived_defaults():
     assert again.registration_socket == "/r/dra.example.com-reg.sock"
     assert again.pool == "node-1"
     assert again.cdi == "dra.example.com/device"
-    assert again.advertised_versions == ["v1.DRAPlugin", "v1beta1.DRAPlugin", "v1alpha1.DRAResourceHealth"]
+    assert again.advertised_versions == [
+        "v1.DRAPlugin",
+        "v1beta1.DRAPlugin",
+        "v1.DRAResourceHealth",
+        "v1alpha1.DRAResourceHealth",
+    ]
     with pytest.raises(BadInput, match="unknown keys"):
         DriverConfig.from_dict({**cfg.to_dict(), "typo": 1})
 
@@ -276,3 +281,39 @@ def test_same_content_sees_counter_changes_and_optionally_the_generation():
     later["spec"]["pool"]["generation"] = 4
     assert same_content(later, counters)
     assert not same_content(later, counters, with_generation=True)
+
+
+@pytest.mark.parametrize("apis", [[], ["v2"], ["v1", "v1beta1"]])
+def test_health_apis_other_than_v1_and_v1alpha1_are_refused_naming_the_fix(apis):
+    cfg = DriverConfig(
+        driver_name="dra.example.com",
+        node_name="node-1",
+        registry_dir="/r",
+        plugin_dir="/p",
+        health_service=True,
+        health_apis=apis,
+        control_socket="/c.sock",
+        call_log="/calls",
+    )
+    with pytest.raises(BadInput, match=r"health_apis .* names none or other than \['v1', 'v1alpha1'\]") as refused:
+        cfg.validate()
+    assert "health_apis=['v1', 'v1alpha1']" in refused.value.fix
+
+
+def test_declining_health_turns_the_health_service_on_as_the_helper_does():
+    cfg = DriverConfig(
+        driver_name="dra.example.com",
+        node_name="node-1",
+        registry_dir="/r",
+        plugin_dir="/p",
+        patterns=["health-not-supported"],
+        control_socket="/c.sock",
+        call_log="/calls",
+    )
+    assert cfg.health_service is True
+    assert cfg.advertised_versions == [
+        "v1.DRAPlugin",
+        "v1beta1.DRAPlugin",
+        "v1.DRAResourceHealth",
+        "v1alpha1.DRAResourceHealth",
+    ]

@@ -60,7 +60,12 @@ def test_get_info_reports_the_kubelets_view_and_versions_in_order(make_driver):
 
     assert os.path.basename(driver.config.registration_socket) == "dra.example.com-reg.sock"
     assert (info.type, info.name, info.endpoint) == ("DRAPlugin", "dra.example.com", KUBELET_ENDPOINT)
-    assert list(info.supported_versions) == ["v1beta1.DRAPlugin", "v1.DRAPlugin", "v1alpha1.DRAResourceHealth"]
+    assert list(info.supported_versions) == [
+        "v1beta1.DRAPlugin",
+        "v1.DRAPlugin",
+        "v1.DRAResourceHealth",
+        "v1alpha1.DRAResourceHealth",
+    ]
     assert (driver.calls()[0].service, driver.calls()[0].method) == ("pluginregistration.Registration", "GetInfo")
 
 
@@ -115,12 +120,14 @@ def test_registrar_stops_and_starts_on_its_own(make_driver):
     assert driver.status()["dra_service_running"] is True
 
 
-def test_health_stream_sends_the_full_list_on_every_push(make_driver):
+@pytest.mark.parametrize("api", ["v1", "v1alpha1"])
+def test_health_stream_sends_the_full_list_on_every_push(make_driver, api):
+    """Both versions the kubeletplugin helper serves by default (draplugin.go v0.37.2), each on its own service."""
     driver = make_driver(health_service=True)
     with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as kubelet:
-        stream = kubelet.watch_health(timeout=20)
+        stream = kubelet.watch_health(timeout=20, api=api)
         [watch] = driver.wait_for_call("NodeWatchResources", timeout=10)
-        assert (watch.service, watch.done) == ("v1alpha1.DRAResourceHealth", False)
+        assert (watch.service, watch.done) == (f"{api}.DRAResourceHealth", False)
 
         assert driver.push_health({"dev-0": "Unhealthy"}, message="ECC errors") == 1
         first = next(stream)
@@ -128,6 +135,7 @@ def test_health_stream_sends_the_full_list_on_every_push(make_driver):
         second = next(stream)
         stream.cancel()
 
+    assert type(first).DESCRIPTOR.full_name == f"{api}.NodeWatchResourcesResponse"
     assert [(d.device.pool_name, d.device.device_name, d.health, d.message) for d in first.devices] == [
         ("node-1", "dev-0", health_pb2.UNHEALTHY, "ECC errors")
     ]
@@ -138,11 +146,45 @@ def test_health_stream_sends_the_full_list_on_every_push(make_driver):
     assert second.devices[1].last_updated_time > 0
 
 
+@pytest.mark.parametrize(("served", "missing"), [(["v1alpha1"], "v1"), (["v1"], "v1alpha1")])
+def test_a_health_version_the_driver_does_not_serve_is_unimplemented(make_driver, served, missing):
+    """A driver built before v1 (v1alpha1 alone), or with the helper's HealthV1alpha1(false) (v1 alone), advertises
+    and serves that version only: the kubelet's choice between them is what the suites judge."""
+    driver = make_driver(health_service=True, health_apis=served)
+    assert driver.config.advertised_versions == ["v1.DRAPlugin", "v1beta1.DRAPlugin", f"{served[0]}.DRAResourceHealth"]
+    kubelet = KubeletClient(driver.config.registration_socket, driver.config.service_socket)
+    with kubelet, pytest.raises(grpc.RpcError) as refused:
+        next(kubelet.watch_health(timeout=10, api=missing))
+    assert (refused.value.code(), refused.value.details()) == (
+        grpc.StatusCode.UNIMPLEMENTED,
+        f"unknown service {missing}.DRAResourceHealth",
+    )
+
+
+@pytest.mark.parametrize("api", ["v1", "v1alpha1"])
+def test_a_driver_without_health_declines_every_stream_as_the_helper_does(make_driver, api):
+    """Pattern health-not-supported: advertised and served, every stream ends UNIMPLEMENTED with the kubeletplugin
+    helper's ErrHealthNotSupported text (kubeletplugin/health.go, v0.37.2), and the call is logged."""
+    driver = make_driver(health_service=True, patterns=["health-not-supported"])
+    assert driver.config.advertised_versions[-2:] == ["v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]
+    kubelet = KubeletClient(driver.config.registration_socket, driver.config.service_socket)
+    with kubelet, pytest.raises(grpc.RpcError) as refused:
+        next(kubelet.watch_health(timeout=10, api=api))
+    message = "device health reporting is not supported by this driver"
+    assert (refused.value.code(), refused.value.details()) == (grpc.StatusCode.UNIMPLEMENTED, message)
+    [call] = driver.calls("NodeWatchResources")
+    assert (call.service, call.outcome(), call.error["message"]) == (
+        f"{api}.DRAResourceHealth",
+        "error UNIMPLEMENTED",
+        message,
+    )
+
+
 def test_a_service_the_driver_lacks_is_logged_and_answered_unimplemented(driver):
     """kubernetes#141855: the suites must see a kubelet calling the health service of a driver that never
     advertised it; gRPC's own answer would leave no trace in the call log."""
     with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as kubelet:
-        stream = kubelet.watch_health(timeout=10)
+        stream = kubelet.watch_health(timeout=10, api="v1alpha1")
         with pytest.raises(grpc.RpcError) as refused:
             next(stream)
     assert refused.value.code() == grpc.StatusCode.UNIMPLEMENTED

@@ -33,6 +33,9 @@ KUBELET_UNPREPARE_RETRY = (
     "(completeWork retries after the 10 s back-off)"
 )
 EXAMPLE_DRIVER_CDI = "kubernetes-sigs/dra-example-driver cmd/dra-example-kubeletplugin/cdi.go"
+DRA_HEALTH_TYPES = "staging/src/k8s.io/kubelet/pkg/apis/dra-health/v1/types.go"
+DRA_HEALTH_API = "staging/src/k8s.io/kubelet/pkg/apis/dra-health/v1/api.proto"
+DRA_HELPER_HEALTH = "staging/src/k8s.io/dynamic-resource-allocation/kubeletplugin/health.go"
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,18 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
         f"{DRA_API} (service DRAPlugin); {DRA_REGISTRATION} (RegisterPlugin connects lazily, calls come later)",
     ),
     Clause(
+        "DRA-HEALTH",
+        "DRAResourceHealth (optional)",
+        "Each DRAResourceHealth version the driver advertises (v1.DRAResourceHealth, v1alpha1.DRAResourceHealth) is "
+        "served on its endpoint: NodeWatchResources sends reports or declines at once with UNIMPLEMENTED (no health "
+        "to report; the kubelet stops watching). A stream that fails otherwise in every call, 5 s apart, for 30 s "
+        "leaves the kubelet without health. Every device a report names has a pool and a device name.",
+        f"{DRA_HEALTH_TYPES} (DRAResourceHealthService: listed by a plugin which provides an implementation); "
+        f"{DRA_HEALTH_API} (DeviceIdentifier); pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go (add: calls again "
+        "every 5 s, stops on Unimplemented); pkg/kubelet/cm/dra/healthinfo.go (DefaultHealthTimeout 30 s); "
+        f"{DRA_HELPER_HEALTH} (ErrHealthNotSupported)",
+    ),
+    Clause(
         "DRA-PREPARE",
         "NodePrepareResources",
         "Preparing an allocated claim answers that claim with no error and zero or more devices (zero passes with a "
@@ -288,6 +303,10 @@ BY_ID: dict[str, Clause] = {c.id: c for c in (*DEVICE_PLUGIN_CLAUSES, *DRA_DRIVE
 # Behaviours of real DRA drivers the API allows, each a pattern of our fake (fakes/dra_driver/config.py PATTERNS,
 # tests/certify/test_certify_dra_patterns.py), and the DRA clauses they pass on account of it.
 DRA_PATTERNS_PASSED: dict[str, str] = {
+    "DRA-REG-INFO": "`health-not-supported` (advertises v1 and v1alpha1 DRAResourceHealth besides the DRA services, "
+    "as the kubeletplugin helper does from v0.37 for every driver)",
+    "DRA-HEALTH": "NOT APPLICABLE for `health-not-supported` (every stream declined with UNIMPLEMENTED, as the "
+    "kubeletplugin helper answers for a driver without health)",
     "DRA-REG-NOTIFY": "`serve-after-notify` (serves only once notified: notified after every start)",
     "DRA-SERVICE": "`serve-after-notify` (endpoint absent until the notification)",
     "DRA-PREPARE": "`prepare-no-devices` (NRI drivers: zero devices, a note); `cdi-common-device` and "

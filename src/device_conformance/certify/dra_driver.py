@@ -28,7 +28,7 @@ from typing import Any
 
 import grpc
 
-from device_conformance.certify import cdi, dra_claims, limits, resourceslices
+from device_conformance.certify import cdi, dra_claims, dra_health, limits, resourceslices
 from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES
 from device_conformance.certify.crash import CrashWatch
 from device_conformance.certify.dra_auto_claims_api import KubeApi
@@ -42,6 +42,7 @@ from device_conformance.certify.verdicts import (
     Subject,
 )
 from device_conformance.core.errors import WaitTimeout
+from device_conformance.fakes.dra_driver.health import APIS as HEALTH_APIS
 from device_conformance.fakes.dra_driver.kubelet_client import Claim, KubeletClient
 from device_conformance.protos.pluginregistration.v1 import api_pb2 as reg_pb2
 from device_conformance.protos.pluginregistration.v1 import api_pb2_grpc as reg_grpc
@@ -181,6 +182,7 @@ class DraDriverCertifier:
             "DRA-REG-INFO": self.reg_info,
             "DRA-REG-NOTIFY": self.reg_notify,
             "DRA-SERVICE": self.dra_service,
+            "DRA-HEALTH": self.health,
             "DRA-PREPARE": self.prepare,
             "DRA-CDI-VALID": self.cdi_valid,
             "DRA-PREPARE-IDEMPOTENT": self.prepare_again,
@@ -409,6 +411,84 @@ class DraDriverCertifier:
         if response.claims:
             raise ClauseFailed(f"an empty request was answered with claims {sorted(response.claims)}")
         return f"{self.service} answers on {self.info.endpoint}"
+
+    # -- health -------------------------------------------------------------------------------------------
+
+    def health(self, ev: Evidence) -> str:
+        """DRA-HEALTH: every DRAResourceHealth version advertised sends reports or declines (dra_health.py); a
+        report's devices are named, and those in none of the driver's slices for the node are notes (the slices may
+        not be published yet)."""
+        client = self._connected()
+        assert self.info is not None  # DRA-REG-INFO, or _connected had failed
+        advertised = [api for api in HEALTH_APIS if f"{api}.DRAResourceHealth" in self.info.supported_versions]
+        if not advertised:
+            raise NotApplicable("advertises no DRAResourceHealth version (the service is optional)")
+        clock = self.t.retry_clock
+        # One version after the other, as a kubelet of each release would open it: at most the window each.
+        watches = [
+            dra_health.watch_first_report(
+                lambda api=api: client.watch_health(api=api),
+                api,
+                now=clock.now,
+                sleep=clock.sleep,
+                window=limits.DRA_HEALTH_FIRST_REPORT,
+                pause=limits.KUBELET_HEALTH_RETRY,
+            )
+            for api in advertised
+        ]
+        failed, found = [], []
+        for watch in watches:
+            calls = f"{watch.calls} call(s), {watch.seconds:.1f}s"
+            ev.add(f"-> {watch.api}.DRAResourceHealth/NodeWatchResources {{}} ({calls})")
+            if watch.outcome == dra_health.REPORT:
+                ev.add(f"<- {show(watch.report)}")
+                found.append(self._judge_health_report(ev, watch, failed))
+            elif watch.outcome == dra_health.SILENT:
+                ev.add(f"<- no report within {limits.DRA_HEALTH_FIRST_REPORT:.0f} s, the stream open")
+                found.append(f"{watch.api}: open, no report within {limits.DRA_HEALTH_FIRST_REPORT:.0f} s")
+            elif watch.outcome == dra_health.DECLINED:
+                ev.add(f"<- error {watch.errors[-1]}")
+                found.append(f"{watch.api}: declined ({watch.errors[-1]})")
+            else:
+                ev.add(f"<- errors {list(dict.fromkeys(watch.errors))}")
+                failed.append(
+                    f"{watch.api}.DRAResourceHealth is advertised, but NodeWatchResources failed in all {watch.calls} "
+                    f"call(s) over {watch.seconds:.0f} s (last: {watch.errors[-1]}): the kubelet calls again every "
+                    f"{limits.KUBELET_HEALTH_RETRY:.0f} s and gets no health"
+                )
+        reported = {(d.device.pool_name, d.device.device_name) for w in watches if w.report for d in w.report.devices}
+        published = self._published_devices(ev) if reported else None
+        for pool, device in sorted(reported - published) if published is not None else ():
+            ev.add(f"note: {pool}/{device} not judged (in none of the driver's ResourceSlices for the node now)")
+        if failed:
+            raise ClauseFailed("; ".join(failed))
+        if all(w.outcome == dra_health.DECLINED for w in watches):
+            raise NotApplicable(f"declines health reporting: {'; '.join(found)}")
+        return "; ".join(found)
+
+    def _judge_health_report(self, ev: Evidence, watch: dra_health.HealthWatch, failed: list[str]) -> str:
+        """What the first report says; a device it does not name goes to `failed`."""
+        report = watch.report
+        unnamed = dra_health.unnamed(report)
+        if unnamed:
+            failed.append(
+                f"{watch.api}: the first report names no device in {', '.join(unnamed)}: a DeviceIdentifier names "
+                "the pool that contains the device and its unique name in the pool (dra-health api.proto)"
+            )
+        named = sorted({f"{d.device.pool_name}/{d.device.device_name}" for d in report.devices})
+        return f"{watch.api}: reports {len(report.devices)} device(s) {named}"
+
+    def _published_devices(self, ev: Evidence) -> set[tuple[str, str]] | None:
+        """(pool, device) of the driver's slices serving the node now; None when they cannot be read (a note)."""
+        if self.slice_reader is None:
+            ev.add("note: the reported devices are not matched with ResourceSlices (no API server in sanity mode)")
+            return None
+        reading = self.slice_reader.read()
+        if reading.not_judged or not reading.judged:
+            why = reading.not_judged or "; ".join(reading.problems)
+            ev.add(f"note: the reported devices are not matched with ResourceSlices ({why})")
+            return None
+        return {(s["spec"]["pool"]["name"], d["name"]) for s in reading.judged for d in s["spec"].get("devices") or []}
 
     # -- claims -------------------------------------------------------------------------------------------
 

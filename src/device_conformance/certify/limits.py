@@ -43,3 +43,10 @@ DRA_FAILED_CLAIM_RETRY_FOR = 2 * KUBELET_RESYNC_MAX
 # within seconds of recovering, one that never does costs 10 calls.
 DRA_FAILED_CLAIM_FIRST_PAUSE = 2.0
 DRA_FAILED_CLAIM_MAX_PAUSE = 30.0
+
+# DRA-HEALTH (certify/dra_health.py): how long the certifier watches a DRAResourceHealth stream for its first report,
+# the kubelet's default health-check timeout (pkg/kubelet/cm/dra/healthinfo.go DefaultHealthTimeout, 30 s), after
+# which the kubelet reports a device it was not told about again Unknown; and the kubelet's pause before opening a
+# stream that ended again (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go add(): wait.UntilWithContext, 5 s).
+DRA_HEALTH_FIRST_REPORT = 30.0
+KUBELET_HEALTH_RETRY = 5.0

@@ -49,6 +49,7 @@ BEHAVIOURS: tuple[Behaviour, ...] = (
     deviceplugin.CORRUPT_CHECKPOINT_ON_RESTART,
     deviceplugin.REGISTER_ON_A_CONNECTED_SOCKET,
     deviceplugin.PODRESOURCES_SIDECAR_ENTRY,
+    dra.HEALTH_API_PREFERENCE,
 )
 
 # `device-conformance reproduce` runs on this project's machines (local provider): the bug's tests xfailed in

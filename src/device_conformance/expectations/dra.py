@@ -9,8 +9,18 @@ pre-release such as v1.37.0-rc.0 for a mainline change), read in the v1.38.0-bet
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from device_conformance.core import timeouts
-from device_conformance.expectations.behaviour import CONTROLLER_MANAGER, SCHEDULER, Fix, KnownBug
+from device_conformance.expectations.behaviour import (
+    CONTROLLER_MANAGER,
+    SCHEDULER,
+    Behaviour,
+    Fix,
+    KnownBug,
+    Since,
+    outcome,
+)
 from device_conformance.expectations.versions import KubeVersion
 
 # The suites' DRA objects need resource.k8s.io/v1beta1 at least: first served in 1.32 (module source
@@ -111,6 +121,38 @@ PARTITIONABLE_DEVICES_SINCE = "1.36"
 # and off from 1.31, beta and on by default from 1.36 (module source v1.36.4 pkg/features/kube_features.go).
 # expectations/cluster.py does not turn the alpha gate on, so the suite checks it from 1.36.
 FIRST_RESOURCE_HEALTH_STATUS_MINOR = 36
+
+# Which DRAResourceHealth API versions the kubelet opens a driver's health stream on, in its order of preference.
+# None before PR #130606 (CHANGELOG-1.34 v1.34.0-rc.0: "requires the DRA plugin to implement the new v1alpha1
+# NodeHealth gRPC service"; no health client in module source v1.33.13 pkg/kubelet/cm/dra/plugin). Then v1alpha1
+# alone (module source v1.34.10 and v1.36.5 dra_plugin.go NodeWatchResources: a drahealthv1alpha1 client). From PR
+# #139477 (CHANGELOG-1.37 v1.37.0-rc.0: "The kubelet prefers v1 and, for three releases of transition, still
+# consumes v1alpha1 from drivers that shipped before v1 existed"), the first of v1, v1alpha1 that the driver
+# advertised (module source v1.37.2 and v1.38.0-beta.0 dra_plugin.go healthServicesSupportedByKubelet; "remove
+# v1alpha1 in 1.40"). The kubeletplugin helper serves both from k8s.io/dynamic-resource-allocation v0.37.
+HEALTH_APIS_NONE = "none"
+HEALTH_APIS_V1ALPHA1 = "v1alpha1"
+HEALTH_APIS_V1_THEN_V1ALPHA1 = "v1, then v1alpha1"
+HEALTH_API_PREFERENCE = Behaviour(
+    "DRAResourceHealth versions the kubelet opens a driver's health stream on",
+    (
+        Since("1.28.0", HEALTH_APIS_NONE, "no DRAResourceHealth client in pkg/kubelet/cm/dra/plugin"),
+        Since("1.34.0-rc.0", HEALTH_APIS_V1ALPHA1, "kubernetes#130606"),
+        Since("1.37.0-rc.0", HEALTH_APIS_V1_THEN_V1ALPHA1, "kubernetes#139477"),
+    ),
+)
+_HEALTH_APIS = {
+    HEALTH_APIS_NONE: (),
+    HEALTH_APIS_V1ALPHA1: ("v1alpha1",),
+    HEALTH_APIS_V1_THEN_V1ALPHA1: ("v1", "v1alpha1"),
+}
+
+
+def health_api_opened(version: KubeVersion, served: Sequence[str]) -> str | None:
+    """The DRAResourceHealth version (v1, v1alpha1) a `version` kubelet opens the stream of a driver advertising
+    `served` on, or None when it knows none of them (HEALTH_API_PREFERENCE)."""
+    known = _HEALTH_APIS[outcome(HEALTH_API_PREFERENCE, version)]
+    return next((api for api in known if api in served), None)
 
 
 # A claim's NoExecute toleration was not copied into the allocation result, so the eviction controller

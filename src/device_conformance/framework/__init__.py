@@ -65,6 +65,7 @@ from device_conformance.expectations.dra import (
     FIRST_RESOURCE_HEALTH_STATUS_MINOR,
     FIRST_SEAMLESS_DRIVER_UPDATE_MINOR,
     FORCE_DELETED_CLAIM_NAME_REUSED,
+    HEALTH_API_PREFERENCE,
     HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE,
     MISSING_DRIVER_BLOCKS_POD_DELETION,
     NIL_SELECTOR_RULE_TAINTS_EVERY_DEVICE,
@@ -78,6 +79,7 @@ from device_conformance.expectations.dra import (
     UNREFERENCED_POD_UNPREPARES_SHARED_CLAIM,
     has_device_taints,
     has_none_taint_effect,
+    health_api_opened,
     supports_dra,
 )
 from device_conformance.fakes.common.calls import claim_record, held_and_released, summarize
@@ -181,6 +183,7 @@ __all__ = [
     "FIRST_RESOURCE_HEALTH_STATUS_MINOR",
     "FIRST_SEAMLESS_DRIVER_UPDATE_MINOR",
     "FORCE_DELETED_CLAIM_NAME_REUSED",
+    "HEALTH_API_PREFERENCE",
     "HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE",
     "INFLIGHT_ALLOCATION_DROPPED_ON_REBUILD",
     "LISTANDWATCH_ENDED_MESSAGE",
@@ -274,6 +277,7 @@ __all__ = [
     "eviction_in_progress",
     "has_device_taints",
     "has_none_taint_effect",
+    "health_api_opened",
     "held_and_released",
     "keeps_running",
     "make_claim",

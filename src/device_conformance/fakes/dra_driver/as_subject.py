@@ -45,6 +45,8 @@ def config_from(args: argparse.Namespace, workdir: str) -> DriverConfig:
         state_file=os.path.join(data_dir, "state.json"),
         defects=list(args.defect),
         patterns=list(args.pattern),
+        health_service=args.health_service,
+        initial_health="Healthy" if args.health_service else "",
     )
 
 
@@ -60,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--devices", type=int, default=2)
     parser.add_argument("--defect", action="append", default=[], choices=DEFECTS)
     parser.add_argument("--pattern", action="append", default=[], choices=PATTERNS)
+    parser.add_argument(
+        "--health-service",
+        action="store_true",
+        help="serve DRAResourceHealth v1 and v1alpha1, every device Healthy from the first report on (the "
+        "kubeletplugin helper's defaults from v0.37)",
+    )
     args = parser.parse_args(argv)
     with work_dir(WORK_PREFIX) as workdir:  # the control socket's path must fit sun_path
         path = workdir / "config.json"

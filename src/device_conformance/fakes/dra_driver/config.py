@@ -51,6 +51,12 @@ DEFECTS = DRA_DRIVER_DEFECTS.names
 #       to prepare the ResourceClaim again later" (k8s.io/dynamic-resource-allocation kubeletplugin/draplugin.go).
 #       The kubelet does so at every pod sync, 60-90 s apart, without limit (pkg/kubelet/kuberuntime/
 #       kuberuntime_manager.go SyncPod; pkg/kubelet/pod_workers.go completeWork), so such a pod starts after a resync.
+#   health-not-supported: the health service is advertised and served (the pattern turns it on) but every
+#       NodeWatchResources is answered UNIMPLEMENTED "device health reporting is not supported by this driver": a
+#       driver built with the kubeletplugin helper from v0.37 that has no health to report. The helper always
+#       advertises and serves the service, and its WatchHealthStatus returning ErrHealthNotSupported ends the
+#       stream so (k8s.io/dynamic-resource-allocation v0.37.2 kubeletplugin/health.go healthServerBridge); a
+#       1.37+ kubelet then stops watching (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go add(), v1.37.2).
 PATTERNS = (
     "fetch-claims-first",
     "cdi-common-device",
@@ -59,14 +65,24 @@ PATTERNS = (
     "prepare-no-devices",
     "claim-error-once",
     "claim-error-for-a-while",
+    "health-not-supported",
 )
+# The helper's answer to every NodeWatchResources of a driver without health (kubeletplugin/health.go
+# ErrHealthNotSupported).
+HEALTH_NOT_SUPPORTED = "device health reporting is not supported by this driver"
 CLAIM_ERROR_ONCE = "transient failure, try again (pattern claim-error-once)"
 # claim-error-for-a-while: twice the 6 s a certifier calling 3 times 2 s apart waits, yet well within one resync.
 CLAIM_ERROR_SECONDS = 12.0
 CLAIM_ERROR_FOR_A_WHILE = "device still being set up, try again (pattern claim-error-for-a-while)"
 COMMON_CDI_DEVICE = "common"
 INVALID_CDI_VERSION = "0.0.0-defect"
-HEALTH_SERVICE_TOKEN = "v1alpha1.DRAResourceHealth"
+# The DRAResourceHealth API versions a driver may serve, in the kubelet's order of preference (pkg/kubelet/cm/dra/
+# plugin/dra_plugin.go healthServicesSupportedByKubelet, v1.37.0+), and the fake's default: the kubeletplugin
+# helper's, both (k8s.io/dynamic-resource-allocation v0.37.2 kubeletplugin/draplugin.go: healthV1 and healthV1alpha1
+# default to true; HealthV1alpha1(false) leaves v1 alone). A driver built with the helper before v0.37 serves v1alpha1
+# alone, the one version a kubelet before 1.37 knows (kubernetes#139477, CHANGELOG-1.37 v1.37.0-rc.0).
+HEALTH_APIS = ("v1", "v1alpha1")
+DEFAULT_HEALTH_APIS = HEALTH_APIS
 
 
 @dataclass
@@ -131,6 +147,12 @@ class DriverConfig:
     kubelet_endpoint_path: str = ""
     services: list[str] = field(default_factory=lambda: list(DEFAULT_SERVICES))
     health_service: bool = False
+    # Which DRAResourceHealth versions the health service serves and advertises (HEALTH_APIS), when it is on.
+    health_apis: list[str] = field(default_factory=lambda: list(DEFAULT_HEALTH_APIS))
+    # Every device's health before any push ("Healthy", "Unhealthy", "Unknown"; "" = none), so each stream's first
+    # message reports them all, as the kubeletplugin helper asks of a driver ("Send an initial DeviceHealthReport
+    # covering all devices": k8s.io/dynamic-resource-allocation v0.37.2 kubeletplugin/draplugin.go WatchHealthStatus).
+    initial_health: str = ""
     devices: list[DeviceSpec] = field(default_factory=list)
     # counter set -> counter -> quantity, published in a ResourceSlice of their own (sharedCounters and
     # devices never share a slice: k8s.io/api v0.37.1 resource/v1/types.go ResourceSliceSpec); the
@@ -160,8 +182,11 @@ class DriverConfig:
             name: {k: str(v) for k, v in counters.items()} for name, counters in self.shared_counters.items()
         }
         self.services = list(self.services)
+        self.health_apis = list(self.health_apis)
         self.defects = list(self.defects)
         self.patterns = list(self.patterns)
+        # The helper advertises and serves the service of a driver that declines health (pattern health-not-supported).
+        self.health_service = self.health_service or "health-not-supported" in self.patterns
 
     # Derived values, in one place so the process and the handle agree.
     @property
@@ -186,9 +211,13 @@ class DriverConfig:
 
     @property
     def advertised_versions(self) -> list[str]:
+        """GetInfo's supported_versions: the DRA services, then each health version served (v1.DRAResourceHealth),
+        as the kubeletplugin helper lists them (draplugin.go: supportedServices)."""
         versions = list(self.services)
-        if self.health_service and HEALTH_SERVICE_TOKEN not in versions:
-            versions.append(HEALTH_SERVICE_TOKEN)
+        if self.health_service:
+            versions += [
+                f"{api}.DRAResourceHealth" for api in self.health_apis if f"{api}.DRAResourceHealth" not in versions
+            ]
         return versions
 
     def sockets(self) -> list[str]:
@@ -204,6 +233,17 @@ class DriverConfig:
             raise BadInput(
                 f"fake DRA driver config: {exc}", "name defects from fakes/dra_driver/defect_registry.py"
             ) from None
+        if self.health_service and (not self.health_apis or set(self.health_apis) - set(HEALTH_APIS)):
+            raise BadInput(
+                f"fake DRA driver config: health_apis {self.health_apis} names none or other than {list(HEALTH_APIS)}",
+                "name the DRAResourceHealth versions to serve, e.g. health_apis=['v1', 'v1alpha1'], or leave "
+                "health_service off",
+            )
+        if self.initial_health not in ("", "Healthy", "Unhealthy", "Unknown"):
+            raise BadInput(
+                f"fake DRA driver config: initial_health {self.initial_health!r} is no device health",
+                "use Healthy, Unhealthy, Unknown or leave it empty",
+            )
         unknown = sorted(set(self.patterns) - set(PATTERNS))
         if unknown:
             raise BadInput(f"fake DRA driver config: unknown patterns {unknown}", f"use only {list(PATTERNS)}")

@@ -2,17 +2,20 @@
 a real driver makes, so a suite or `device-conformance certify dra-driver` can show that its verdict depends on it.
 
 How an entry is applied, and how to add one: fakes/common/defects.py. Paths are kubernetes/kubernetes' unless
-named. None is a fault from the start yet: each answers depending on the claim or on what the process did before.
+named.
 """
 
 from __future__ import annotations
 
 from device_conformance.fakes.common.defects import Defect, DefectRegistry
+from device_conformance.fakes.common.faults import ERROR, Fault
 
 API = "staging/src/k8s.io/kubelet/pkg/apis/dra/v1/api.proto"
 MANAGER = "pkg/kubelet/cm/dra/manager.go"
 CDI_SPEC = "the CDI specification (cncf-tags/container-device-interface SPEC.md)"
 PREPARER = "claims.ClaimPreparer"
+HEALTH_TYPES = "staging/src/k8s.io/kubelet/pkg/apis/dra-health/v1/types.go"
+HEALTH_API = "staging/src/k8s.io/kubelet/pkg/apis/dra-health/v1/api.proto"
 
 DRA_DRIVER_DEFECTS = DefectRegistry(
     "fake DRA driver",
@@ -114,6 +117,28 @@ DRA_DRIVER_DEFECTS = DefectRegistry(
             rule=f"a claim's edits belong to its devices: spec-level containerEdits apply to every device of the spec "
             f"({CDI_SPEC})",
             bends=(f"{PREPARER}._prepare", f"{PREPARER}._restore_lost_spec", f"{PREPARER}.unprepare"),
+        ),
+        Defect(
+            "health-stream-error",
+            breaks="every NodeWatchResources ends at once with INTERNAL (a health monitor that never starts), although "
+            "the driver advertises DRAResourceHealth: the kubelet calls again every 5 s and never gets health",
+            rule=f"a DRAResourceHealth version is advertised by a plugin which provides an implementation of it "
+            f"({HEALTH_TYPES} DRAResourceHealthService); UNIMPLEMENTED, not another error, declines it "
+            "(pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go add())",
+            fault=Fault(
+                "NodeWatchResources",
+                ERROR,
+                "INTERNAL",
+                "device health monitor is not running (defect health-stream-error)",
+            ),
+        ),
+        Defect(
+            "health-report-unnamed-devices",
+            breaks="every DeviceHealth names its device with an empty pool name, so the kubelet matches it to no "
+            "allocated device and the pod status never shows its health",
+            rule=f"a DeviceIdentifier names the pool which contains the device and the device's name in it "
+            f"({HEALTH_API} DeviceIdentifier); no ResourceSlice pool has an empty name (pkg/apis/resource/validation)",
+            bends=("driver.Driver._add_dra",),
         ),
     ),
 )

@@ -51,10 +51,14 @@ class Driver:
         config.validate()
         self.config = config
         self.calls = CallLog(config.call_log)
-        self.faults = Faults([*CLAIM_METHODS, "GetInfo"], api="DRA driver", claim_methods=CLAIM_METHODS)
+        self.faults = Faults(
+            [*CLAIM_METHODS, "GetInfo", "NodeWatchResources"], api="DRA driver", claim_methods=CLAIM_METHODS
+        )
         DRA_DRIVER_DEFECTS.preload(self.faults, config.defects)  # those that are faults from the start
         self.state = DriverState(config.state_file)
         self.health = health.HealthHub(config.pool)
+        if config.initial_health:
+            self.health.push({d.name: config.initial_health for d in config.devices})
         self.kube = KubeApi(config.kubeconfig, config.resource_api_version) if config.kubeconfig else None
         self.preparer = ClaimPreparer(config, self.state, self.kube)
         self._lock = threading.RLock()
@@ -138,7 +142,11 @@ class Driver:
         socket = os.path.basename(self.config.service_socket)
         service.add_dra_services(server, self.preparer, self.faults, self.calls, socket)
         if self.config.health_service:
-            health.add_to_server(self.health, self.calls, server, socket)
+            answers = health.HealthAnswers(
+                declines="health-not-supported" in self.config.patterns,
+                unnamed="health-report-unnamed-devices" in self.config.defects,
+            )
+            health.add_to_server(self.health, self.faults, self.calls, server, socket, self.config.health_apis, answers)
         # Last: it answers (and logs) only what the services above do not serve.
         server.add_generic_rpc_handlers((UnknownMethods(self.calls, socket),))
 

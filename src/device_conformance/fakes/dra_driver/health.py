@@ -1,4 +1,8 @@
-"""v1alpha1.DRAResourceHealth: pushes the full device health list to every open stream on each change."""
+"""DRAResourceHealth, v1 and v1alpha1: pushes the full device health list to every open stream on each change.
+
+The two API versions have the same messages in another package (kubernetes#139477, CHANGELOG-1.37 v1.37.0-rc.0:
+"the schema is unchanged from v1alpha1"), so one servicer serves either, over that version's generated code.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +10,36 @@ import queue
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import grpc
 
 from device_conformance.core.errors import BadInput
 from device_conformance.fakes.common.calls import CallLog
-from device_conformance.fakes.common.rpc import to_dict
-from device_conformance.protos.drahealth.v1alpha1 import api_pb2, api_pb2_grpc
+from device_conformance.fakes.common.faults import Faults, Status
+from device_conformance.fakes.common.rpc import Served, end_call
+from device_conformance.fakes.dra_driver.config import HEALTH_NOT_SUPPORTED
+from device_conformance.protos.drahealth.v1 import api_pb2 as v1_pb2
+from device_conformance.protos.drahealth.v1 import api_pb2_grpc as v1_grpc
+from device_conformance.protos.drahealth.v1alpha1 import api_pb2 as v1alpha1_pb2
+from device_conformance.protos.drahealth.v1alpha1 import api_pb2_grpc as v1alpha1_grpc
 
-SERVICE = api_pb2.DESCRIPTOR.services_by_name["DRAResourceHealth"].full_name
-HEALTH_VALUES = {"Unknown": api_pb2.UNKNOWN, "Healthy": api_pb2.HEALTHY, "Unhealthy": api_pb2.UNHEALTHY}
+# API version -> (messages, services), in the kubelet's order of preference (pkg/kubelet/cm/dra/plugin/dra_plugin.go
+# healthServicesSupportedByKubelet, v1.37.0+).
+APIS: dict[str, tuple[ModuleType, ModuleType]] = {
+    "v1": (v1_pb2, v1_grpc),
+    "v1alpha1": (v1alpha1_pb2, v1alpha1_grpc),
+}
+# The health values by name; the enum's numbers are the same in both versions.
+HEALTH_VALUES = {"Unknown": v1_pb2.UNKNOWN, "Healthy": v1_pb2.HEALTHY, "Unhealthy": v1_pb2.UNHEALTHY}
+
+
+def service_name(api: str) -> str:
+    """The gRPC service, which is also the token a driver advertises at registration: v1.DRAResourceHealth
+    (k8s.io/kubelet pkg/apis/dra-health/v1/types.go DRAResourceHealthService)."""
+    return APIS[api][0].DESCRIPTOR.services_by_name["DRAResourceHealth"].full_name
 
 
 class HealthHub:
@@ -65,11 +88,22 @@ class HealthHub:
         return [{"device": name, "pool": self._pool, **info} for name, info in sorted(self._devices.items())]
 
 
-def to_response(snapshot: list[dict[str, Any]]) -> api_pb2.NodeWatchResourcesResponse:
-    return api_pb2.NodeWatchResourcesResponse(
+@dataclass(frozen=True)
+class HealthAnswers:
+    """How the fake answers NodeWatchResources besides its reports: declining every stream (pattern
+    health-not-supported), or naming each device without its pool (defect health-report-unnamed-devices)."""
+
+    declines: bool = False
+    unnamed: bool = False
+
+
+def to_response(snapshot: list[dict[str, Any]], pb: ModuleType = v1_pb2, *, unnamed: bool = False) -> Any:
+    """The NodeWatchResourcesResponse of `snapshot` in the API version whose messages `pb` holds; `unnamed`: every
+    device with an empty pool name."""
+    return pb.NodeWatchResourcesResponse(
         devices=[
-            api_pb2.DeviceHealth(
-                device=api_pb2.DeviceIdentifier(pool_name=d["pool"], device_name=d["device"]),
+            pb.DeviceHealth(
+                device=pb.DeviceIdentifier(pool_name="" if unnamed else d["pool"], device_name=d["device"]),
                 health=HEALTH_VALUES[d["health"]],
                 last_updated_time=d["time"],
                 health_check_timeout_seconds=d["timeout"],
@@ -80,34 +114,51 @@ def to_response(snapshot: list[dict[str, Any]]) -> api_pb2.NodeWatchResourcesRes
     )
 
 
-class HealthServicer(api_pb2_grpc.DRAResourceHealthServicer):
-    def __init__(self, hub: HealthHub, calls: CallLog, socket: str) -> None:
-        self._hub = hub
-        self._calls = calls
-        self._socket = socket
+class HealthServicer:
+    """NodeWatchResources of one API version (`served.service`), under the fake's fault table."""
 
-    def NodeWatchResources(
-        self, request: api_pb2.NodeWatchResourcesRequest, context: grpc.ServicerContext
-    ) -> Iterator[api_pb2.NodeWatchResourcesResponse]:
+    def __init__(self, hub: HealthHub, served: Served, pb: ModuleType, answers: HealthAnswers) -> None:
+        self._hub = hub
+        self._served = served
+        self._pb = pb
+        self._answers = answers
+
+    def NodeWatchResources(self, request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
         # In flight while open: tests wait for the kubelet to connect.
-        call = self._calls.start("NodeWatchResources", to_dict(request), service=SERVICE, socket=self._socket)
+        call = self._served.start("NodeWatchResources", request)
+        self._served.admit(call, context)
+        if self._answers.declines:
+            end_call(self._served.log, call, context, Status("UNIMPLEMENTED", HEALTH_NOT_SUPPORTED))
         q, snapshot = self._hub.subscribe()
         sent = 0
         try:
             if snapshot:
                 sent += 1
-                yield to_response(snapshot)
+                yield to_response(snapshot, self._pb, unnamed=self._answers.unnamed)
             while context.is_active():
                 try:
                     snapshot = q.get(timeout=0.2)
                 except queue.Empty:
                     continue
                 sent += 1
-                yield to_response(snapshot)
+                yield to_response(snapshot, self._pb, unnamed=self._answers.unnamed)
         finally:
             self._hub.unsubscribe(q)
-            self._calls.finish(call, response={"sent": sent}, error={"code": "CANCELLED", "message": ""})
+            self._served.log.finish(call, response={"sent": sent}, error={"code": "CANCELLED", "message": ""})
 
 
-def add_to_server(hub: HealthHub, calls: CallLog, server: grpc.Server, socket: str) -> None:
-    api_pb2_grpc.add_DRAResourceHealthServicer_to_server(HealthServicer(hub, calls, socket), server)
+def add_to_server(
+    hub: HealthHub,
+    faults: Faults,
+    calls: CallLog,
+    server: grpc.Server,
+    socket: str,
+    apis: list[str],
+    answers: HealthAnswers = HealthAnswers(),
+) -> None:
+    """Serve the health service in each API version of `apis` (keys of APIS), its calls logged in `calls` and
+    subject to `faults` (method NodeWatchResources)."""
+    for api in apis:
+        pb, services = APIS[api]
+        servicer = HealthServicer(hub, Served(calls, faults, service_name(api), socket), pb, answers)
+        services.add_DRAResourceHealthServicer_to_server(servicer, server)

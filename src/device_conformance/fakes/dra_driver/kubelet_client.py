@@ -8,9 +8,8 @@ from typing import Any
 
 import grpc
 
+from device_conformance.fakes.dra_driver.health import APIS as HEALTH_APIS
 from device_conformance.fakes.dra_driver.service import VERSIONS
-from device_conformance.protos.drahealth.v1alpha1 import api_pb2 as health_pb2
-from device_conformance.protos.drahealth.v1alpha1 import api_pb2_grpc as health_grpc
 from device_conformance.protos.pluginregistration.v1 import api_pb2 as reg_pb2
 from device_conformance.protos.pluginregistration.v1 import api_pb2_grpc as reg_grpc
 
@@ -81,10 +80,12 @@ class KubeletClient:
         request = pb.NodeUnprepareResourcesRequest(claims=_claims(pb, claims))
         return stub.NodeUnprepareResources(request, timeout=timeout)
 
-    def watch_health(self, timeout: float | None = None) -> Iterator[health_pb2.NodeWatchResourcesResponse]:
-        """The health stream; cancel() the returned iterator to end it."""
-        stub = health_grpc.DRAResourceHealthStub(self._svc)
-        return stub.NodeWatchResources(health_pb2.NodeWatchResourcesRequest(), timeout=timeout)
+    def watch_health(self, timeout: float | None = None, *, api: str = "v1") -> Iterator[Any]:
+        """The health stream of DRAResourceHealth `api` (v1 or v1alpha1); cancel() the returned iterator to end it."""
+        pb, grpc_mod = HEALTH_APIS[api]
+        return grpc_mod.DRAResourceHealthStub(self._svc).NodeWatchResources(
+            pb.NodeWatchResourcesRequest(), timeout=timeout
+        )
 
 
 def _claims(pb: ModuleType, claims: Sequence[Claim]) -> list[Any]:
