@@ -98,6 +98,19 @@ def path_without_go(given: Given) -> None:
     given.env["PATH"] = os.pathsep.join(dirs)
 
 
+def foreign_cache_entry(given: Given) -> None:
+    """The cache holds a complete default-version entry (manifest and all) whose binaries are linux/arm64 ELF files,
+    as an arm64 machine sharing the cache directory would have filled it; no Go (as for every row without proxy)."""
+    from device_conformance.toolchain import binaries, cache
+
+    entry = given.tmp / "cache" / "kubernetes" / f"v{D}"
+    entry.mkdir(parents=True)
+    arm64 = b"\x7fELF\x02\x01\x01" + bytes(9) + (2).to_bytes(2, "little") + (183).to_bytes(2, "little") + bytes(64)
+    for name in binaries.COMPONENTS:
+        (entry / name).write_bytes(arm64)
+    cache.write_manifest(entry, binaries.COMPONENTS)
+
+
 def corrupt_cache_entry(given: Given) -> None:
     """The cache holds a default-version entry whose kubelet no longer matches its manifest; no Go to rebuild it."""
     from device_conformance.toolchain import binaries, cache
@@ -539,6 +552,18 @@ ROWS: list[Row] = [
         fix="fix: install Go >= 1.26 (https://go.dev/dl), or set K8S_BIN_DIR",
         exit_code=2,
         left="a lock file in the cache's .locks/; no cache entry, no gobuild/ directory",
+    ),
+    Row(
+        "a binary cache shared with a machine of another architecture",
+        SETUP,
+        given="foreign_cache_entry",
+        message=f"the binary cache entry {{tmp}}/cache/kubernetes/v{D} holds binaries built for another architecture "
+        "than this amd64 host: kubelet (arm64), kube-apiserver (arm64), kube-controller-manager (arm64), "
+        "kube-scheduler (arm64)",
+        fix="fix: give this machine a cache of its own: set DEVICE_CONFORMANCE_CACHE to a directory only amd64 "
+        "machines use",
+        exit_code=2,
+        left="the other machine's entry, untouched; a lock file in .locks/",
     ),
     Row(
         "a corrupt cached binary (and no Go to rebuild it)",

@@ -25,10 +25,11 @@ from device_conformance.toolchain.cache import (
     cache_root,
     ensure_cached,
     has_manifest,
+    refuse_foreign,
     sha256,
     verify_manifest,
 )
-from device_conformance.toolchain.platform_arch import go_arch
+from device_conformance.toolchain.platform_arch import foreign_binaries, go_arch
 from device_conformance.toolchain.source_build import build_release, ensure_source_binaries, source_entry_dir
 
 COMPONENTS = ("kubelet", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -75,6 +76,7 @@ def ensure_binaries(
         return ensure_source_binaries(version, source_tree, COMPONENTS, progress)
     full = entry_dir(version)
     if components != COMPONENTS and has_manifest(full, components) and verify_manifest(full, components) is None:
+        refuse_foreign(full, components)
         return BinarySet(version, full, "cache")  # complete entries only appear by rename: no lock needed
 
     def fill(staging: Path) -> str:
@@ -129,6 +131,13 @@ def _from_user_dir(version: KubeVersion, user_dir: Path, components: Sequence[st
         raise BadInput(
             f"K8S_BIN_DIR={user_dir} has no executable {', '.join(missing)}",
             f"put {', '.join(components)} of v{version} there, or unset K8S_BIN_DIR to build them",
+        )
+    foreign = foreign_binaries(user_dir, list(components))
+    if foreign:
+        found = ", ".join(f"{name} ({arch})" for name, arch in foreign.items())
+        raise BadInput(
+            f"K8S_BIN_DIR={user_dir} holds binaries built for another architecture than this {go_arch()} host: {found}",
+            f"put linux/{go_arch()} binaries of v{version} there, or unset K8S_BIN_DIR to build them",
         )
     # Binaries of another release would run under the expectations of `version`: every version-dependent
     # check would judge the wrong kubelet. Each one says its own version (`kubelet --version`).

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from device_conformance.core.errors import BadInput
+from device_conformance.toolchain.platform_arch import foreign_binaries, go_arch
 
 MANIFEST = "MANIFEST.json"
 CACHE_ENV = "DEVICE_CONFORMANCE_CACHE"
@@ -68,6 +69,7 @@ def ensure_cached(cached: Path, names: Sequence[str], fill: Callable[[Path], str
 def _ensure_cached(cached: Path, names: Sequence[str], fill: Callable[[Path], str], progress: Progress) -> str:
     with _entry_lock(cached):
         if cached.exists():
+            refuse_foreign(cached, names)
             problem = verify_manifest(cached, names)
             if problem is None:
                 return "cache"
@@ -116,6 +118,20 @@ def _entry_lock(cached: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def refuse_foreign(entry: Path, names: Sequence[str]) -> None:
+    """BadInput when the entry holds binaries of another architecture: the cache is keyed by version, not by
+    architecture, so a cache shared between an amd64 and an arm64 machine would hand one the other's binaries.
+    Refused rather than rebuilt, which would only take the entry from the other machine."""
+    foreign = foreign_binaries(entry, list(names))
+    if foreign:
+        found = ", ".join(f"{name} ({arch})" for name, arch in foreign.items())
+        raise BadInput(
+            f"the binary cache entry {entry} holds binaries built for another architecture than this "
+            f"{go_arch()} host: {found}",
+            f"give this machine a cache of its own: set {CACHE_ENV} to a directory only {go_arch()} machines use",
+        )
 
 
 def has_manifest(directory: Path, names: Sequence[str]) -> bool:

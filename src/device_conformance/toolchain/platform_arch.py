@@ -9,6 +9,7 @@ Go builds need nothing from here: they follow the host while GOARCH is unset, as
 from __future__ import annotations
 
 import platform
+from pathlib import Path
 
 from device_conformance.core.errors import BadInput
 
@@ -17,6 +18,8 @@ _GO_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "a
 # GOARCH -> Debian's multiarch tuple (wiki.debian.org/Multiarch/Tuples).
 _GNU_TRIPLET = {"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}
 SUPPORTED = tuple(_GNU_TRIPLET)
+# ELF e_machine -> GOARCH (the System V ABI's machine numbers: EM_X86_64 62, EM_AARCH64 183).
+_ELF_MACHINE = {62: "amd64", 183: "arm64"}
 
 
 def go_arch(machine: str | None = None) -> str:
@@ -35,3 +38,25 @@ def go_arch(machine: str | None = None) -> str:
 def gnu_triplet(machine: str | None = None) -> str:
     """Debian's multiarch triplet of `machine` (the host's when None), e.g. x86_64-linux-gnu."""
     return _GNU_TRIPLET[go_arch(machine)]
+
+
+def binary_arch(path: Path) -> str | None:
+    """GOARCH of the ELF executable at `path` ("amd64", "arm64", or "elf-machine-N" for another machine); None when
+    it is no ELF file (a script, a tarball) or cannot be read."""
+    try:
+        with path.open("rb") as f:
+            header = f.read(20)
+    except OSError:
+        return None
+    if len(header) < 20 or header[:4] != b"\x7fELF":
+        return None
+    machine = int.from_bytes(header[18:20], "little" if header[5] == 1 else "big")
+    return _ELF_MACHINE.get(machine, f"elf-machine-{machine}")
+
+
+def foreign_binaries(directory: Path, names: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """{name: its GOARCH} of the ELF binaries among `names` in `directory` built for another architecture than the
+    host's: they cannot run here (exec format error)."""
+    host = go_arch()
+    found = {name: binary_arch(directory / name) for name in names}
+    return {name: arch for name, arch in found.items() if arch is not None and arch != host}
