@@ -117,17 +117,14 @@ def test_same_content_ignores_generation_and_server_fields_but_not_taint_changes
     assert same_content(beta, _slice("resource.k8s.io/v1beta1", generation=9))
 
 
+def _config(**fields):
+    """A driver config with made-up paths (nothing is started)."""
+    paths = {"registry_dir": "/r", "plugin_dir": "/p", "control_socket": "/c.sock", "call_log": "/calls"}
+    return DriverConfig(driver_name="dra.example.com", node_name="node-1", **paths, **fields)
+
+
 def test_config_round_trips_through_json_with_derived_defaults():
-    cfg = DriverConfig(
-        driver_name="dra.example.com",
-        node_name="node-1",
-        registry_dir="/r",
-        plugin_dir="/p",
-        health_service=True,
-        devices=[GPU],
-        control_socket="/c.sock",
-        call_log="/calls",
-    )
+    cfg = _config(health_service=True, devices=[GPU])
     again = DriverConfig.from_dict(json.loads(cfg.to_json()))
     assert again == cfg
     assert again.devices[0] == GPU
@@ -285,31 +282,14 @@ def test_same_content_sees_counter_changes_and_optionally_the_generation():
 
 @pytest.mark.parametrize("apis", [[], ["v2"], ["v1", "v1beta1"]])
 def test_health_apis_other_than_v1_and_v1alpha1_are_refused_naming_the_fix(apis):
-    cfg = DriverConfig(
-        driver_name="dra.example.com",
-        node_name="node-1",
-        registry_dir="/r",
-        plugin_dir="/p",
-        health_service=True,
-        health_apis=apis,
-        control_socket="/c.sock",
-        call_log="/calls",
-    )
+    cfg = _config(health_service=True, health_apis=apis)
     with pytest.raises(BadInput, match=r"health_apis .* names none or other than \['v1', 'v1alpha1'\]") as refused:
         cfg.validate()
     assert "health_apis=['v1', 'v1alpha1']" in refused.value.fix
 
 
 def test_declining_health_turns_the_health_service_on_as_the_helper_does():
-    cfg = DriverConfig(
-        driver_name="dra.example.com",
-        node_name="node-1",
-        registry_dir="/r",
-        plugin_dir="/p",
-        patterns=["health-not-supported"],
-        control_socket="/c.sock",
-        call_log="/calls",
-    )
+    cfg = _config(patterns=["health-not-supported"])
     assert cfg.health_service is True
     assert cfg.advertised_versions == [
         "v1.DRAPlugin",
