@@ -15,6 +15,12 @@ pluginmanager/metrics/metrics.go) lists the registration sockets the plugin mana
 plugin manager takes a socket out of it in the same unregister operation that calls `DeRegisterPlugin`
 (pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go, GenerateUnregisterPluginFunc).
 
+Health across instances: the kubelet opens a health stream to each registered instance, and a device's health
+is kept per driver, not per instance (pkg/kubelet/cm/dra/healthinfo.go, keyed by driver name); when the older
+instance's stream ends, the handler clears the whole driver's health (manager.go HandleWatchResourcesStream,
+`defer ... clearDriver`), also what the newer instance reported: kubernetes#140818, open, fix PR #140842 ("stale
+plugin endpoints cannot overwrite or clear active health state"), a known bug on every release from 1.36.
+
 Health (KEP-4680, ResourceHealthStatus): a device's health expires after its `health_check_timeout_seconds`
 (k8s.io/kubelet/pkg/apis/dra-health/v1alpha1/api.proto DeviceHealth; the kubelet's default is 30 s,
 pkg/kubelet/cm/dra/healthinfo.go DefaultHealthTimeout). A driver that reported its device Healthy with a
@@ -48,10 +54,18 @@ import os
 import time
 
 import pytest
-from device_conformance.fixtures.dra_health import health_key, wait_health, wait_stream
+from device_conformance.fixtures.dra_health import (
+    device_health,
+    health_key,
+    health_keys,
+    wait_health,
+    wait_stream,
+    wait_stream_end_logged,
+)
 
 from device_conformance.framework import (
     FIRST_DRA_CONNECTION_MONITORING_MINOR,
+    HEALTH_CLEARED_BY_OLDER_INSTANCE,
     PREPARE,
     SINCE_DRA,
     SINCE_RESOURCE_HEALTH_STATUS,
@@ -142,6 +156,50 @@ def test_newer_instance_serves_while_both_are_registered_and_after_the_older_one
         "the claim prepared after the older instance's deregistration reaches the newer one"
     )
     assert driver_sockets(kube, node, name) == {new_sock: 1}, "the newer instance stays registered"
+
+
+@SINCE_SEAMLESS_DRIVER_UPDATE
+@SINCE_RESOURCE_HEALTH_STATUS
+@pytest.mark.since(f"1.{FIRST_DRA_CONNECTION_MONITORING_MINOR}", "the kubelet logs its connection to a driver")
+@pytest.mark.known_bug(HEALTH_CLEARED_BY_OLDER_INSTANCE)
+def test_the_older_instances_stream_end_keeps_the_health_the_newer_one_reported(
+    node, dra_driver, dra_objects, shows_known_bug
+):
+    """kubernetes#140818: instances "old" and "new" of one driver, each with its health stream open; a pod's claim
+    of two devices is prepared by "new", which reports both Healthy for 10 minutes. "old" stops and the kubelet
+    logs the end of its stream. "new" then reports dev-1 Unhealthy in a report of dev-1 alone (a report may cover a
+    subset: kubeletplugin/health.go), and the pod status that change brings still shows dev-0 Healthy: what the
+    newer instance reported is not the older one's to clear."""
+    old = dra_driver(devices=("dev-0", "dev-1"), instance="old", health_service=True)
+    name = old.config.driver_name
+    mark = node.kubelet.log_mark()
+    new = dra_driver(devices=("dev-0", "dev-1"), driver_name=name, instance="new", health_service=True)
+    wait_dra.for_kubelet_connection(node, mark, name)
+    wait_stream(old)
+    wait_stream(new)
+    pod = dra_objects.claim_pod("health-instances", new, request={"count": 2})
+    pod.wait_running()
+    keys = health_keys(new, pod.claim_uid())
+    assert sorted(keys) == ["dev-0", "dev-1"], f"the newer instance prepared {sorted(keys)}"
+    both = {"dev-0": "Healthy", "dev-1": "Healthy"}
+    assert new.push_health(both, timeout_seconds=LONG_HEALTH_TIMEOUT) == 1, "one stream of the newer instance"
+    wait_health([(pod, keys["dev-0"]), (pod, keys["dev-1"])], "Healthy")
+
+    ended = node.kubelet.log_mark()
+    assert old.stop() == 0, f"{old.name} did not stop cleanly: {old.log_tail()}"
+    wait_stream_end_logged(node, ended)
+    new.push_health({"dev-1": "Unhealthy"}, partial=True)
+
+    def after_the_report() -> dict | Pending:
+        seen = device_health(pod.read())
+        return seen if seen.get(keys["dev-1"]) == "Unhealthy" else Pending(f"allocatedResourcesStatus: {seen}")
+
+    seen = until(after_the_report, what=f"{keys['dev-1']} Unhealthy in {pod}", timeout=timeouts.DRA_HEALTH_REPORTED)
+    with shows_known_bug(HEALTH_CLEARED_BY_OLDER_INSTANCE):
+        assert seen.get(keys["dev-0"]) == "Healthy", (
+            f"{keys['dev-0']} reads {seen.get(keys['dev-0'])} in the pod status that reports dev-1 Unhealthy: the "
+            "newer instance reported it Healthy for 10 minutes, and only the older instance's stream ended"
+        )
 
 
 @pytest.mark.slow  # Unknown shows at the kubelet's next pod status update (its resync, 60-90 s)

@@ -559,6 +559,8 @@ MATRIX_TABLE = {
     "kubernetes#140224": ("kubelet", "FFTTTTF"),  # in-place resize runs device allocation, 1.33.0 to 1.37.0
     "kubernetes#140212": ("kubelet", "FTTTTTF"),  # 1.32.0 (first usable DRA here) to 1.37.0, no cherry-pick
     "kubernetes#141855": ("kubelet", "FFFFFTF"),  # 1.36.0 (ResourceHealthStatus on) to 1.37.0, 1.36 pick open
+    # the older instance's stream end clears the newer one's health: from 1.36.0 (ResourceHealthStatus on), unfixed
+    "kubernetes#140818": ("kubelet", "FFFFFTT"),
     "kubernetes#134789": ("kube-scheduler", "FTFFFFF"),  # 1.32.0 to 1.35.0, 1.34.2, 1.33.6 and 1.32.10 (1.32.9: T)
     "kubernetes#131968": ("kubelet", "FTTFFFF"),  # 1.32.0 to 1.34.0, no cherry-pick
     "kubernetes#138446": ("kubelet", "TTTTTTT"),  # a completed init container re-admitted, from 1.28.0, unfixed

@@ -146,6 +146,24 @@ def test_health_stream_sends_the_full_list_on_every_push(make_driver, api):
     assert second.devices[1].last_updated_time > 0
 
 
+def test_a_partial_health_report_names_only_the_devices_pushed(make_driver):
+    """A report may cover a subset of the driver's devices (kubeletplugin/health.go DeviceHealthReport)."""
+    driver = make_driver(health_service=True)
+    with KubeletClient(driver.config.registration_socket, driver.config.service_socket) as kubelet:
+        stream = kubelet.watch_health(timeout=20)
+        driver.wait_for_call("NodeWatchResources", timeout=10)
+        driver.push_health({"dev-0": "Healthy", "dev-1": "Healthy"}, timeout_seconds=600)
+        full = next(stream)
+        driver.push_health({"dev-1": "Unhealthy"}, partial=True)
+        partial = next(stream)
+        stream.cancel()
+    assert [(d.device.device_name, d.health_check_timeout_seconds) for d in full.devices] == [
+        ("dev-0", 600),
+        ("dev-1", 600),
+    ]
+    assert [(d.device.device_name, d.health) for d in partial.devices] == [("dev-1", health_pb2.UNHEALTHY)]
+
+
 @pytest.mark.parametrize(("served", "missing"), [(["v1alpha1"], "v1"), (["v1"], "v1alpha1")])
 def test_a_health_version_the_driver_does_not_serve_is_unimplemented(make_driver, served, missing):
     """A driver built before v1 (v1alpha1 alone), or with the helper's HealthV1alpha1(false) (v1 alone), advertises

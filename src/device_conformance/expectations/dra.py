@@ -455,6 +455,25 @@ HEALTH_STREAM_TO_DRIVER_WITHOUT_HEALTH_SERVICE = KnownBug(
     shown_by="suites/dra/test_dra_health.py::test_no_health_stream_to_a_driver_without_the_health_service",
 )
 
+# During a seamless driver update (two registered instances of one driver, KEP-4815) the kubelet opens a health
+# stream to each instance, and both feed one per-driver health cache: when the older instance's stream ends, the
+# handler's deferred clearDriver deletes the whole driver's health, including what the newer instance reported, so
+# its devices read Unknown until that instance reports them again (#140818, open, triage/accepted: "an old
+# endpoint being deregistered can clear health information that was already reported by the new endpoint"). Read
+# in module source pkg/kubelet/cm/dra/manager.go HandleWatchResourcesStream (`defer ... clearDriver(logger,
+# pluginName)`, the driver name) and healthinfo.go clearDriver (`delete(*cache.HealthInfo, driverName)`) in
+# v1.36.5, v1.37.2 and v1.38.0-beta.0. Fix PR #140842 ("track authoritative device health stream") is open; no
+# release note of 1.36-1.38 names either. First affected: 1.36.0, the first release whose kubelet watches health
+# by default (FIRST_RESOURCE_HEALTH_STATUS_MINOR); 1.34-1.35 do the same with the alpha gate turned on.
+HEALTH_CLEARED_BY_OLDER_INSTANCE = KnownBug(
+    issue="kubernetes#140818",
+    title="the older instance's health stream ending clears the device health the newer instance of the driver "
+    "reported",
+    first_affected=f"1.{FIRST_RESOURCE_HEALTH_STATUS_MINOR}.0",
+    shown_by="suites/dra/test_dra_instances_and_health_end.py::"
+    "test_the_older_instances_stream_end_keeps_the_health_the_newer_one_reported",
+)
+
 # The scheduler's allocator copied a DeviceClass's config into the claim's allocation with `Requests: nil` ("All of
 # them...", structured/allocator.go), so a class config applied, for the driver, to every request of the claim,
 # including those of other classes, and two requests of one class got the config twice (#134789). Fix PR #134793

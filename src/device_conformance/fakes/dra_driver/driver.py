@@ -152,10 +152,12 @@ class Driver:
 
     # --- health, devices, slices ---------------------------------------------------------------
 
-    def push_health(self, updates: dict[str, str], message: str = "", timeout_seconds: int = 0) -> int:
+    def push_health(
+        self, updates: dict[str, str], message: str = "", timeout_seconds: int = 0, partial: bool = False
+    ) -> int:
         if not self.config.health_service:
             raise BadInput("push_health on a driver without the health service", "set health_service=True")
-        return self.health.push(updates, message=message, timeout_seconds=timeout_seconds)
+        return self.health.push(updates, message=message, timeout_seconds=timeout_seconds, partial=partial)
 
     def set_devices(self, devices: list[dict[str, Any]]) -> dict[str, Any]:
         return self.slices.set_devices(devices)

@@ -167,9 +167,15 @@ class DraDriverHandle(FakeHandle):
     def start_registrar(self) -> None:
         self.control("start_registrar")
 
-    def push_health(self, updates: Mapping[str, str], *, message: str = "", timeout_seconds: int = 0) -> int:
-        """device -> Healthy/Unhealthy/Unknown on every open health stream; returns how many streams got it."""
-        return self.control("push_health", updates=dict(updates), message=message, timeout_seconds=timeout_seconds)
+    def push_health(
+        self, updates: Mapping[str, str], *, message: str = "", timeout_seconds: int = 0, partial: bool = False
+    ) -> int:
+        """device -> Healthy/Unhealthy/Unknown on every open health stream; returns how many streams got it.
+        partial: the report names only these devices, not every device the driver knows (allowed: "Reports may
+        also cover a subset of devices", k8s.io/dynamic-resource-allocation v0.37.2 kubeletplugin/health.go)."""
+        return self.control(
+            "push_health", updates=dict(updates), message=message, timeout_seconds=timeout_seconds, partial=partial
+        )
 
     def set_devices(self, devices: Sequence[DeviceSpec | Mapping[str, Any]]) -> dict[str, Any]:
         """Replace the device list and re-publish the slice (new pool generation)."""

@@ -51,8 +51,11 @@ class HealthHub:
         self._devices: dict[str, dict[str, Any]] = {}
         self._streams: set[queue.Queue[list[dict[str, Any]]]] = set()
 
-    def push(self, updates: dict[str, str], *, message: str = "", timeout_seconds: int = 0) -> int:
-        """Apply device -> Healthy/Unhealthy/Unknown and send the full list; returns the number of streams."""
+    def push(
+        self, updates: dict[str, str], *, message: str = "", timeout_seconds: int = 0, partial: bool = False
+    ) -> int:
+        """Apply device -> Healthy/Unhealthy/Unknown and send the full list (partial: only the updated devices);
+        returns the number of streams."""
         bad = {d: h for d, h in updates.items() if h not in HEALTH_VALUES}
         if bad:
             raise BadInput(f"unknown health values {bad}", f"use one of {list(HEALTH_VALUES)}")
@@ -66,8 +69,9 @@ class HealthHub:
                     "time": now,
                 }
             snapshot = self._snapshot_locked()
+            report = [d for d in snapshot if d["device"] in updates] if partial else snapshot
             for q in self._streams:
-                q.put(snapshot)
+                q.put(report)
             return len(self._streams)
 
     def describe(self) -> dict[str, Any]:
