@@ -235,6 +235,18 @@ RUNS = (
         expected={},
     ),
     Run(
+        "dp-another-resource-first",
+        DP,
+        patterns=("another-resource-first",),
+        # The process also serves <resource>-other on a socket of its own and registers it first, every time it
+        # registers (NVIDIA k8s-device-plugin: one plugin per resource of a mixed MIG strategy, each with its own
+        # socket and Register, internal/plugin/server.go). The kubelet keeps an endpoint per resource name
+        # (pkg/kubelet/cm/devicemanager/manager.go PluginConnected): the node has both resources, and every test
+        # judges the one asked for (--vendor-device-plugin).
+        why="a second resource registered first from the same process",
+        expected={},
+    ),
+    Run(
         "dp-defect-allocate-refuses-handed-out-id",
         DP,
         defects=("allocate-refuses-handed-out-id",),

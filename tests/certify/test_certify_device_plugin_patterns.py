@@ -46,6 +46,23 @@ def test_an_empty_list_then_the_full_one_is_judged_on_the_full_one():
     assert result(cert, "DP-PREFERRED").message == "preferred ['dev-3'] for must-include ['dev-3'], size 1"
 
 
+def test_a_plugin_that_registers_another_resource_first_is_judged_on_the_one_asked_for():
+    """One process, two resources, each its own socket and Register (NVIDIA k8s-device-plugin with a mixed MIG
+    strategy): the certifier judges --resource's registration, also after the kubelet restart, and notes the other."""
+    cert = run_device_plugin(patterns=["another-resource-first"])
+    assert verdicts(cert) == {c.id: PASS for c in DEVICE_PLUGIN_CLAUSES}, [
+        (r.clause.id, r.message) for r in cert.results if r.verdict != PASS
+    ]
+    assert result(cert, "DP-REG-RESOURCE").message == (
+        "'example.com/dev' is a valid extended resource name; the subject also registered ['example.com/dev-other']"
+    )
+    assert result(cert, "DP-REG-ENDPOINT").evidence[0].startswith("endpoint 'fake.sock' -> ")
+    assert result(cert, "DP-REREGISTER").evidence[-2] == (
+        '-> Register {"endpoint": "fake.sock", "options": {"get_preferred_allocation_available": true, '
+        '"pre_start_required": true}, "resource_name": "example.com/dev", "version": "v1beta1"}'
+    )
+
+
 def test_a_plugin_that_panics_in_get_device_plugin_options_fails_dp_options_once():
     """`return nil, nil` from GetDevicePluginOptions panics in gRPC's marshalling (kubernetes#109016); the kubelet
     calls it right after Register, so every restart crashes the same way: one FAIL, the rest NOT APPLICABLE."""

@@ -329,6 +329,10 @@ DRA_PATTERNS_PASSED: dict[str, str] = {
 # Behaviours of real device plugins the API allows, each a pattern of our fake (fakes/device_plugin/config.py
 # PATTERNS, tests/certify/test_certify_device_plugin_patterns.py), and the clauses they pass on account of it.
 DEVICE_PLUGIN_PATTERNS_PASSED: dict[str, str] = {
+    "DP-REG-RESOURCE": "`another-resource-first` (one process registers a second resource before the one asked for, "
+    "each on a socket of its own, as NVIDIA k8s-device-plugin does with a mixed MIG strategy: judged on --resource's "
+    "registration, the other noted)",
+    "DP-REREGISTER": "`another-resource-first` (after the kubelet restart, the registration of --resource counts)",
     "DP-REG-ENDPOINT": "`long-socket-name` (a 60-character endpoint: judged by the kubelet's own path within sun_path, "
     "not the test host's)",
     "DP-LAW-TOPOLOGY": "`device-on-two-numa-nodes` (a device whose topology names two NUMA nodes, each once)",

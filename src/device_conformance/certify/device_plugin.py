@@ -82,6 +82,7 @@ class DevicePluginCertifier:
         self.stub = KubeletStub(target.socket_dir, dial_timeout=limits.DP_DIAL_TIMEOUT)
         self.proc = SubjectProcess(target.command, target.workdir / "subject.log") if target.command else None
         self.registration: StubRegistration | None = None
+        self._judged_resource: str | None = None  # the resource of the registration judged (_first_registration)
         self.endpoint: PluginEndpoint | None = None
         self.options: pb.DevicePluginOptions | None = None
         self._settled: list[pb.Device] | None = None
@@ -172,27 +173,60 @@ class DevicePluginCertifier:
         ev.extend(self._unbindable)
         raise ClauseFailed(f"no RegisterRequest reached kubelet.sock ({self._no_registration})")
 
-    def _wait_registration(self, count: int, timeout: float) -> StubRegistration:
-        """Registration number `count` (accepted or not); gives up at once when our subject exited."""
+    def _certified_resource(self) -> str | None:
+        """The resource under certification: the one judged once chosen (_first_registration), else --resource,
+        else the first one the subject registered. One process may register several, each on a socket of its own
+        (NVIDIA k8s-device-plugin: one plugin per resource of its mixed MIG strategy, internal/plugin/server.go);
+        the kubelet keeps an endpoint per resource name (pkg/kubelet/cm/devicemanager/manager.go
+        PluginConnected), so each is judged alone."""
+        if self._judged_resource or self.t.resource:
+            return self._judged_resource or self.t.resource
+        return self.stub.registrations[0].resource_name if self.stub.registrations else None
+
+    def _registrations(self, resource: str | None = None) -> list[StubRegistration]:
+        """Registrations of `resource` (default: the certified one) so far, in order; every one for "" (any)."""
+        wanted = self._certified_resource() if resource is None else resource
+        return [r for r in list(self.stub.registrations) if not wanted or r.resource_name == wanted]
+
+    def _wait_registration(self, count: int, timeout: float, resource: str | None = None) -> StubRegistration:
+        """Registration number `count` (accepted or not) of `resource` (as _registrations); gives up at once when our
+        subject exited."""
 
         def probe() -> StubRegistration | Pending:
-            if len(self.stub.registrations) >= count:
-                return self.stub.registrations[count - 1]
+            mine = self._registrations(resource)
+            if len(mine) >= count:
+                return mine[count - 1]
             if self.proc and not self.proc.running():
                 raise Abort(f"the subject exited ({self.proc.exit_status()}) before registering")
-            return Pending(f"{len(self.stub.registrations)} registration(s)")
+            seen = sorted({r.resource_name for r in self.stub.registrations})
+            return Pending(f"{len(mine)} registration(s)" + (f"; resources registered: {seen}" if seen else ""))
 
-        return until(probe, what=f"Register #{count} at kubelet.sock", timeout=timeout, interval=0.05, max_interval=0.2)
+        of = resource if resource is not None else self._certified_resource()
+        what = f"Register #{count}" + (f" of {of}" if of else "") + " at kubelet.sock"
+        return until(probe, what=what, timeout=timeout, interval=0.05, max_interval=0.2)
 
     def _first_registration(self, ev: Evidence) -> bool:
+        """The registration to judge: the first of --resource (another resource's first registration may come
+        before it: a process registering several registers them one after the other), else the subject's first."""
         try:
-            self.registration = self._wait_registration(1, limits.REGISTER_TIMEOUT)
+            first = self._wait_registration(1, limits.REGISTER_TIMEOUT, resource="")
         except (Abort, WaitTimeout) as exc:  # the log tail comes with the FAIL (certify/crash.py)
             ev.add(str(exc))
             self._no_registration = self._bind_failure() or str(exc).splitlines()[0]
             if self._unbindable:
                 self._unbindable = [str(exc), *self._unbindable]
             return False
+        self.registration = first
+        wanted = self.t.resource
+        if wanted and first.resource_name != wanted:
+            try:
+                self.registration = self._wait_registration(1, limits.RESOURCE_AFTER_ANOTHER, resource=wanted)
+            except (Abort, WaitTimeout) as exc:  # DP-REG-RESOURCE FAILs on the name; the rest judge what came
+                ev.add(
+                    f"certifier: no Register of {wanted} within {limits.RESOURCE_AFTER_ANOTHER:.0f}s of the first "
+                    f"one, of {first.resource_name} ({str(exc).splitlines()[0]}): judging that one"
+                )
+        self._judged_resource = self.registration.resource_name
         return True
 
     def _bind_failure(self) -> str | None:
@@ -228,7 +262,7 @@ class DevicePluginCertifier:
 
     def _recover(self, ev: Evidence, restart: Callable[[], str]) -> None:
         """CrashWatch's callback: start the subject again and wait for its new registration."""
-        count = len(self.stub.registrations)
+        count = len(self._registrations())
         self._forget_connection()
         restart()
         self.registration = self._wait_registration(count + 1, limits.REGISTER_TIMEOUT)
@@ -343,9 +377,19 @@ class DevicePluginCertifier:
         ev.add(f"resource_name {reg.resource_name!r}; expected {self.t.resource or '(any valid name)'}")
         if not is_extended_resource_name(reg.resource_name):
             raise ClauseFailed(f"{reg.resource_name!r} is not a valid extended resource name")
+        others = sorted({r.resource_name for r in self.stub.registrations} - {reg.resource_name})
         if self.t.resource and reg.resource_name != self.t.resource:
-            raise ClauseFailed(f"registered {reg.resource_name!r}, expected {self.t.resource!r}")
-        return f"{reg.resource_name!r} is a valid extended resource name"
+            raise ClauseFailed(
+                f"registered {reg.resource_name!r}, expected {self.t.resource!r} (resources registered: "
+                f"{sorted({r.resource_name for r in self.stub.registrations})})"
+            )
+        if others:
+            ev.add(
+                f"note: the subject also registered {others}, each a resource of its own (judged by a run with its "
+                "--resource)"
+            )
+        also = f"; the subject also registered {others}" if others else ""
+        return f"{reg.resource_name!r} is a valid extended resource name{also}"
 
     def get_options(self, ev: Evidence) -> str:
         reg = self.registration
@@ -580,7 +624,7 @@ class DevicePluginCertifier:
     # -- kubelet restart ----------------------------------------------------------------------------------
 
     def reregister(self, ev: Evidence) -> str:
-        count = len(self.stub.registrations)
+        count = len(self._registrations())
         ev.add(f"{count} Register call(s) so far; the kubelet stub restarts: sockets removed, kubelet.sock re-created")
         self._forget_connection()
         restarted = time.monotonic()

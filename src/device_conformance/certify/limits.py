@@ -7,6 +7,11 @@ from __future__ import annotations
 DP_DIAL_TIMEOUT = 10.0
 # A subject the tool started gets this long to serve and register (process start-up included).
 REGISTER_TIMEOUT = 30.0
+# A process registering several resources (NVIDIA k8s-device-plugin: one plugin per resource, started one after the
+# other, each with its own Register: internal/plugin/server.go Start) registers the next within moments of the
+# previous: this long after another resource's first registration, the one asked for (--resource) counts as never
+# registered, and what was registered is judged (DP-REG-RESOURCE FAILs on its name).
+RESOURCE_AFTER_ANOTHER = 10.0
 # ListAndWatch has no upstream deadline, but the resource has no devices until the first list arrives;
 # a plugin that needs longer than this to list what it already knows is not "prompt".
 FIRST_LIST_TIMEOUT = 10.0

@@ -77,7 +77,16 @@ HOST_DEV_MOUNT = "/host/dev"
 #       sockets' PCIe roots; api.proto TopologyInfo.nodes is repeated). The kubelet counts it once in capacity and
 #       lists it once per NUMA node in podresources (pkg/kubelet/cm/container_manager.go
 #       containerDevicesFromResourceDeviceInstances).
-PATTERNS = ("list-empty-then-full", "long-socket-name", "device-on-two-numa-nodes")
+#   another-resource-first: the process also serves a second resource, OTHER_RESOURCE_SUFFIX appended to the
+#       resource name, on a socket of its own (OTHER_SOCKET_SUFFIX), and registers it before the resource under
+#       test, every time it registers. One process, several resources, each its own plugin: NVIDIA
+#       k8s-device-plugin starts one plugin per resource of its mixed MIG strategy (nvidia.com/gpu and one per MIG
+#       profile), each serving nvidia-<name>.sock and sending its own Register (internal/plugin/server.go Start,
+#       internal/plugin/manager/nvml.go GetPlugins). The kubelet keeps one endpoint per resource name
+#       (pkg/kubelet/cm/devicemanager/manager.go PluginConnected).
+PATTERNS = ("list-empty-then-full", "long-socket-name", "device-on-two-numa-nodes", "another-resource-first")
+OTHER_RESOURCE_SUFFIX = "-other"
+OTHER_SOCKET_SUFFIX = "-other.sock"
 LONG_SOCKET_NAME = 60
 # The delay of list-empty-then-full's full list.
 LIST_DELAY = 0.3
@@ -187,6 +196,11 @@ class DevicePluginConfig:
     @property
     def kubelet_socket_path(self) -> str:
         return self.kubelet_socket or os.path.join(self.socket_dir, KUBELET_SOCKET_NAME)
+
+    @property
+    def other_resource(self) -> tuple[str, str]:
+        """(resource name, socket name) of pattern another-resource-first's second resource."""
+        return self.resource_name + OTHER_RESOURCE_SUFFIX, Path(self.socket_name).stem + OTHER_SOCKET_SUFFIX
 
     def socket_path(self, socket_name: str | None = None) -> str:
         return os.path.join(self.socket_dir, socket_name or self.socket_name)

@@ -137,6 +137,18 @@ class FakeDevicePlugin:
             return call.ok or (call.error or {}).get("code") != "UNAVAILABLE"
 
     def _register(self, reason: str) -> Call:
+        if "another-resource-first" in self.config.patterns:
+            other, socket = self.config.other_resource
+            self.serve(socket)
+            register(
+                self.config,
+                self.log,
+                self.faults,
+                socket_name=socket,
+                version=self._version,
+                resource_name=other,
+                reason=f"{reason}, another resource first",
+            )
         return register(
             self.config,
             self.log,
