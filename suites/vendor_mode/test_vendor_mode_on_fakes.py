@@ -247,6 +247,17 @@ RUNS = (
         expected={},
     ),
     Run(
+        "dp-no-preference",
+        DP,
+        patterns=("no-preference",),
+        # GetPreferredAllocation advertised and answered with an empty response, as upstream's stub behind the
+        # sample device plugin does (pkg/kubelet/cm/devicemanager/plugin/v1beta1/stub.go
+        # defaultGetPreferredAllocFunc): the kubelet picks the devices itself (manager.go
+        # callGetPreferredAllocationIfAvailable, devicesToAllocate's fallback).
+        why="GetPreferredAllocation advertised, no preference given",
+        expected={},
+    ),
+    Run(
         "dp-defect-allocate-refuses-handed-out-id",
         DP,
         defects=("allocate-refuses-handed-out-id",),

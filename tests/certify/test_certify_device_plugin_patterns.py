@@ -63,6 +63,19 @@ def test_a_plugin_that_registers_another_resource_first_is_judged_on_the_one_ask
     )
 
 
+def test_a_plugin_that_answers_no_preference_is_not_failed_for_it():
+    """An empty PreferredAllocationResponse, as upstream's own stub answers (plugin/v1beta1/stub.go
+    defaultGetPreferredAllocFunc): the kubelet picks the devices itself, so there is nothing to judge."""
+    cert = run_device_plugin(patterns=["no-preference"])
+    expected = {c.id: PASS for c in DEVICE_PLUGIN_CLAUSES} | {"DP-PREFERRED": NOT_APPLICABLE}
+    assert verdicts(cert) == expected, [(r.clause.id, r.message) for r in cert.results if r.verdict != PASS]
+    assert result(cert, "DP-PREFERRED").message == (
+        "answered no preference (an empty response): allowed, the kubelet then picks the devices itself; there is no "
+        "preference to judge"
+    )
+    assert result(cert, "DP-PREFERRED").evidence[-1] == "<- {}"
+
+
 def test_a_plugin_that_panics_in_get_device_plugin_options_fails_dp_options_once():
     """`return nil, nil` from GetDevicePluginOptions panics in gRPC's marshalling (kubernetes#109016); the kubelet
     calls it right after Register, so every restart crashes the same way: one FAIL, the rest NOT APPLICABLE."""

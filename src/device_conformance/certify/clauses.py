@@ -129,9 +129,12 @@ DEVICE_PLUGIN_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DP-PREFERRED",
         "GetPreferredAllocation",
-        "When advertised: the answer has allocation_size distinct IDs from the available ones, including every "
-        "must-include ID.",
-        f"{DP_API} (ContainerPreferredAllocationRequest: must_include_deviceIDs, allocation_size)",
+        "When advertised: a preference names distinct IDs from the available ones, no more than allocation_size, "
+        "including every must-include ID. No preference (an empty answer) or fewer IDs are allowed: the kubelet "
+        "picks the rest itself (NOT APPLICABLE when there is no preference to judge).",
+        f"{DP_API} (PreferredAllocationRequest: 'calculate a preferred allocation of size allocation_size from them, "
+        f"making sure to include ... must_include_deviceIDs'); {DP_MANAGER} (callGetPreferredAllocationIfAvailable, "
+        "devicesToAllocate: falls back when no preference or too few devices came)",
     ),
     Clause(
         "DP-PRESTART",
@@ -333,6 +336,8 @@ DEVICE_PLUGIN_PATTERNS_PASSED: dict[str, str] = {
     "each on a socket of its own, as NVIDIA k8s-device-plugin does with a mixed MIG strategy: judged on --resource's "
     "registration, the other noted)",
     "DP-REREGISTER": "`another-resource-first` (after the kubelet restart, the registration of --resource counts)",
+    "DP-PREFERRED": "`list-empty-then-full`; NOT APPLICABLE for `no-preference` (an empty answer, as upstream's "
+    "stub gives by default: the kubelet picks the devices itself)",
     "DP-REG-ENDPOINT": "`long-socket-name` (a 60-character endpoint: judged by the kubelet's own path within sun_path, "
     "not the test host's)",
     "DP-LAW-TOPOLOGY": "`device-on-two-numa-nodes` (a device whose topology names two NUMA nodes, each once)",
@@ -341,7 +346,6 @@ DEVICE_PLUGIN_PATTERNS_PASSED: dict[str, str] = {
     "DP-LAW-STABLE": "`list-empty-then-full` (both streams settle on the same IDs)",
     "DP-ALLOC": "`list-empty-then-full` (judged, not NOT APPLICABLE: the settled list has devices)",
     "DP-ALLOC-MULTI": "`list-empty-then-full`",
-    "DP-PREFERRED": "`list-empty-then-full`",
     "DP-CONCURRENT": "`list-empty-then-full`",
 }
 

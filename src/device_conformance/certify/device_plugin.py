@@ -526,11 +526,21 @@ class DevicePluginCertifier:
             self.crash.after_broken_call(err)
             raise ClauseFailed(f"GetPreferredAllocation failed: {rpc_error(err)}") from err
         ev.add(f"<- {show(response)}")
-        if len(response.container_responses) != 1:
+        if len(response.container_responses) > 1:
             raise ClauseFailed(f"{len(response.container_responses)} container responses for 1 request")
-        chosen = list(response.container_responses[0].deviceIDs)
+        chosen = list(response.container_responses[0].deviceIDs) if response.container_responses else []
+        if not chosen:
+            # Allowed: the kubelet takes no preference and picks the devices itself (manager.go
+            # callGetPreferredAllocationIfAvailable, devicesToAllocate's fallback), as for upstream's own stub
+            # (plugin/v1beta1/stub.go defaultGetPreferredAllocFunc answers an empty response).
+            raise NotApplicable(
+                "answered no preference (an empty response): allowed, the kubelet then picks the devices itself; "
+                "there is no preference to judge"
+            )
         problems = []
-        if len(chosen) != size or len(set(chosen)) != len(chosen):
+        # Fewer IDs than allocation_size are allowed too: the kubelet allocates the rest itself ("or didn't return a
+        # large enough one"); more, or one twice, are not the allocation of that size the API asks for.
+        if len(chosen) > size or len(set(chosen)) != len(chosen):
             problems.append(f"{len(chosen)} IDs for allocation_size {size}")
         if not set(must) <= set(chosen):
             problems.append(f"must-include {must} missing")

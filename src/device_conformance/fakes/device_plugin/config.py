@@ -84,7 +84,18 @@ HOST_DEV_MOUNT = "/host/dev"
 #       profile), each serving nvidia-<name>.sock and sending its own Register (internal/plugin/server.go Start,
 #       internal/plugin/manager/nvml.go GetPlugins). The kubelet keeps one endpoint per resource name
 #       (pkg/kubelet/cm/devicemanager/manager.go PluginConnected).
-PATTERNS = ("list-empty-then-full", "long-socket-name", "device-on-two-numa-nodes", "another-resource-first")
+#   no-preference: GetPreferredAllocation is advertised (the pattern turns the option on) but answers an empty
+#       response, no preference for any container, as the stub behind upstream's sample device plugin does by default
+#       (pkg/kubelet/cm/devicemanager/plugin/v1beta1/stub.go defaultGetPreferredAllocFunc). The kubelet then picks the
+#       devices itself (manager.go callGetPreferredAllocationIfAvailable returns an empty set, and devicesToAllocate
+#       falls back: "if the plugin did not return a preferred allocation (or didn't return a large enough one)").
+PATTERNS = (
+    "list-empty-then-full",
+    "long-socket-name",
+    "device-on-two-numa-nodes",
+    "another-resource-first",
+    "no-preference",
+)
 OTHER_RESOURCE_SUFFIX = "-other"
 OTHER_SOCKET_SUFFIX = "-other.sock"
 LONG_SOCKET_NAME = 60
@@ -184,6 +195,8 @@ class DevicePluginConfig:
             raise ValueError(f"DevicePluginConfig.patterns: unknown {unknown}; use some of {PATTERNS}")
         if "device-on-two-numa-nodes" in self.patterns and self.devices:
             self.devices[0].numa_nodes = [0, 1]
+        if "no-preference" in self.patterns:  # advertised, so the kubelet asks and gets no preference
+            self.options.get_preferred_allocation_available = True
 
     @property
     def cdi_spec_kind(self) -> str:

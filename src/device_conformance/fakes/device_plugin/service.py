@@ -59,6 +59,8 @@ class DevicePluginService(pb_grpc.DevicePluginServicer):
         )
 
         def answer() -> pb.PreferredAllocationResponse:
+            if "no-preference" in self._config.patterns:
+                return pb.PreferredAllocationResponse()
             return pb.PreferredAllocationResponse(
                 container_responses=[
                     pb.ContainerPreferredAllocationResponse(
