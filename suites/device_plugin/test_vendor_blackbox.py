@@ -39,7 +39,7 @@ No defect of our fake fails the other two, and none can without failing every te
   devices unavailable ... Requested: %d, Available: %d"); a plugin changes N only through its list, which the
   test reads first.
 Both pass with every defect of the fake that lets the fixture's setup through (those named above,
-duplicate-device-ids, register-without-options, allocate-first-container-only, preferred-ignores-must-include,
+duplicate-device-ids, allocate-first-container-only, preferred-ignores-must-include,
 prestart-error, allocate-crash-on-unknown-id, allocate-mounts-host-dev); with options-crash both error in setup.
 """
 

@@ -76,6 +76,23 @@ def test_a_plugin_that_answers_no_preference_is_not_failed_for_it():
     assert result(cert, "DP-PREFERRED").evidence[-1] == "<- {}"
 
 
+def test_a_plugin_registering_without_options_passes_on_what_get_device_plugin_options_answers():
+    """The kubelet never reads RegisterRequest.options (manager.go PluginConnected keeps GetDevicePluginOptions'
+    answer): a Register without them is noted, not failed."""
+    cert = run_device_plugin(patterns=["register-without-options"])
+    assert verdicts(cert) == {c.id: PASS for c in DEVICE_PLUGIN_CLAUSES}, [
+        (r.clause.id, r.message) for r in cert.results if r.verdict != PASS
+    ]
+    options = result(cert, "DP-OPTIONS")
+    assert options.message == (
+        'answered {"get_preferred_allocation_available": true, "pre_start_required": true}; Register carried {}, '
+        "which the kubelet does not read"
+    )
+    assert (
+        options.evidence[-1] == "note: Register carried other options; the kubelet uses GetDevicePluginOptions' answer"
+    )
+
+
 def test_a_plugin_that_panics_in_get_device_plugin_options_fails_dp_options_once():
     """`return nil, nil` from GetDevicePluginOptions panics in gRPC's marshalling (kubernetes#109016); the kubelet
     calls it right after Register, so every restart crashes the same way: one FAIL, the rest NOT APPLICABLE."""

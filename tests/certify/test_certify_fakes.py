@@ -33,7 +33,6 @@ DEVICE_PLUGIN_DEFECTS = [
     ({"defects": ["allocate-crash-on-unknown-id"]}, "DP-ALLOC-UNKNOWN", "no answer (connection lost"),
     ({"defects": ["preferred-ignores-must-include"]}, "DP-PREFERRED", "must-include ['dev-3'] missing"),
     ({"defects": ["allocate-first-container-only"]}, "DP-ALLOC-MULTI", "1 container responses for 2 container"),
-    ({"defects": ["register-without-options"]}, "DP-OPTIONS", "differs from Register's {}"),
     ({"defects": ["prestart-error"]}, "DP-PRESTART", "failed: INTERNAL: PreStartContainer failed"),
     ({"auto_reregister": False}, "DP-REREGISTER", "no Register within 8s after kubelet.sock was re-created"),
     # Contract breaches the fake's ordinary settings can express:

@@ -29,7 +29,6 @@ DEVICE_PLUGIN_NAMES = (
     "allocate-crash-on-unknown-id",
     "preferred-ignores-must-include",
     "allocate-first-container-only",
-    "register-without-options",
     "prestart-error",
     "options-crash",
     "register-crash",

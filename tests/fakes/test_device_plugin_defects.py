@@ -115,7 +115,7 @@ def test_patterns_and_defects_are_checked_by_name():
     assert str(raised.value) == (
         "DevicePluginConfig.patterns: unknown ['list-full-then-empty']; "
         "use some of ('list-empty-then-full', 'long-socket-name', 'device-on-two-numa-nodes', "
-        "'another-resource-first', 'no-preference')"
+        "'another-resource-first', 'no-preference', 'register-without-options')"
     )
     config = DevicePluginConfig(RESOURCE, "/tmp/dp", patterns=["list-empty-then-full"], defects=["options-crash"])
     assert DevicePluginConfig.from_dict(json.loads(config.to_json())) == config

@@ -71,9 +71,10 @@ DEVICE_PLUGIN_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DP-OPTIONS",
         "GetDevicePluginOptions",
-        "GetDevicePluginOptions answers (the kubelet calls it right after Register), and with the same options "
-        "as sent in RegisterRequest.options.",
-        f"{DP_API} (GetDevicePluginOptions); {DP_MANAGER} (PluginConnected calls it and keeps the options it answers)",
+        "GetDevicePluginOptions answers (the kubelet calls it right after Register and uses its answer; options in "
+        "RegisterRequest that differ are noted, not failed: the kubelet does not read them).",
+        f"{DP_API} (GetDevicePluginOptions); {DP_MANAGER} (PluginConnected calls it and keeps the options it "
+        f"answers); {DP_SERVER} (Register reads version, endpoint and resource name only)",
     ),
     Clause(
         "DP-LAW-FIRST",
@@ -336,6 +337,8 @@ DEVICE_PLUGIN_PATTERNS_PASSED: dict[str, str] = {
     "each on a socket of its own, as NVIDIA k8s-device-plugin does with a mixed MIG strategy: judged on --resource's "
     "registration, the other noted)",
     "DP-REREGISTER": "`another-resource-first` (after the kubelet restart, the registration of --resource counts)",
+    "DP-OPTIONS": "`register-without-options` (RegisterRequest without options, GetDevicePluginOptions answering "
+    "them: the kubelet reads only the answer)",
     "DP-PREFERRED": "`list-empty-then-full`; NOT APPLICABLE for `no-preference` (an empty answer, as upstream's "
     "stub gives by default: the kubelet picks the devices itself)",
     "DP-REG-ENDPOINT": "`long-socket-name` (a 60-character endpoint: judged by the kubelet's own path within sun_path, "

@@ -89,12 +89,18 @@ HOST_DEV_MOUNT = "/host/dev"
 #       (pkg/kubelet/cm/devicemanager/plugin/v1beta1/stub.go defaultGetPreferredAllocFunc). The kubelet then picks the
 #       devices itself (manager.go callGetPreferredAllocationIfAvailable returns an empty set, and devicesToAllocate
 #       falls back: "if the plugin did not return a preferred allocation (or didn't return a large enough one)").
+#   register-without-options: RegisterRequest carries no options; GetDevicePluginOptions answers them. The kubelet
+#       never reads RegisterRequest.options: it keeps what GetDevicePluginOptions answers (pkg/kubelet/cm/
+#       devicemanager/manager.go PluginConnected; server.go and handler.go read only version, endpoint and resource
+#       name), and the device-plugin docs name only those three as what a plugin sends at registration
+#       (kubernetes/website content/en/docs/concepts/extend-kubernetes/compute-storage-net/device-plugins.md).
 PATTERNS = (
     "list-empty-then-full",
     "long-socket-name",
     "device-on-two-numa-nodes",
     "another-resource-first",
     "no-preference",
+    "register-without-options",
 )
 OTHER_RESOURCE_SUFFIX = "-other"
 OTHER_SOCKET_SUFFIX = "-other.sock"

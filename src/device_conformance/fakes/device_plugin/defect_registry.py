@@ -53,13 +53,6 @@ DEVICE_PLUGIN_DEFECTS = DefectRegistry(
             bends=("defects.answered_containers",),
         ),
         Defect(
-            "register-without-options",
-            breaks="RegisterRequest carries no options (GetDevicePluginOptions still answers them)",
-            rule=f"Register's options are the plugin's options ({API} RegisterRequest.options); the kubelet keeps "
-            f"what GetDevicePluginOptions answers ({MANAGER} PluginConnected)",
-            bends=("registration.register",),
-        ),
-        Defect(
             "prestart-error",
             breaks="PreStartContainer fails (INTERNAL) on every call",
             rule=f"PreStartContainer for allocated IDs succeeds when the plugin asks for it ({API} "

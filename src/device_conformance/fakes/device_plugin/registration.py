@@ -32,7 +32,7 @@ def register(
     already be serving. Failures are recorded, not raised: tests assert on the kubelet's error text. A crash or
     panic fault on Register (register-crash) strikes first: nothing is sent, nothing logged."""
     faults.admit(REGISTER_METHOD, is_active=lambda: True)
-    options = pb.DevicePluginOptions() if "register-without-options" in config.defects else options_message(config)
+    options = pb.DevicePluginOptions() if "register-without-options" in config.patterns else options_message(config)
     request = pb.RegisterRequest(version=version, endpoint=socket_name, resource_name=resource_name, options=options)
     call = log.start(REGISTER_METHOD, to_dict(request), service=SERVICE, kind=REGISTER, socket=socket_name)
     try:
