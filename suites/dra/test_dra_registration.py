@@ -1,6 +1,6 @@
 """Plugin registration of the DRA driver: GetInfo failures, the service socket coming up after registration,
-the DRA service stopped apart from the registrar, the gRPC service the kubelet picks from what each driver
-advertises."""
+a driver naming no endpoint, the DRA service stopped apart from the registrar, the gRPC service the kubelet picks
+from what each driver advertises."""
 
 import pytest
 from device_conformance.fixtures.dra_pods import claim_with_requests, claims_pod
@@ -41,6 +41,20 @@ def test_service_socket_up_after_registration(node, dra_driver, dra_objects, kub
     pod = dra_objects.claim_pod("late", driver)
     pod.wait_running()
     assert claim_record(driver.calls("NodePrepareResources")) == [([pod.claim_uid()], "ok")], "prepared once"
+
+
+def test_a_driver_naming_no_endpoint_is_called_on_its_registration_socket(dra_driver, dra_objects):
+    """GetInfo's endpoint is optional (pluginregistration/v1 api.proto PluginInfo.endpoint, "Optional endpoint
+    location"): a driver serving everything on its registration socket and naming no endpoint is registered, and the
+    kubelet calls NodePrepareResources there (pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go:
+    `if infoResp.Endpoint == "" { infoResp.Endpoint = socketPath }`)."""
+    driver = dra_driver(devices=("dev-0",), patterns=["dra-on-registration-socket"])
+    pod = dra_objects.claim_pod("one-socket", driver)
+    pod.wait_running()
+    prepares = driver.calls("NodePrepareResources")
+    assert claim_record(prepares) == [([pod.claim_uid()], "ok")], "prepared once"
+    socket = driver.config.registration_socket.rsplit("/", 1)[-1]
+    assert [c.socket for c in prepares] == [socket], "called on the registration socket"
 
 
 @pytest.mark.slow  # the pod is retried at the kubelet's resync interval (60-90 s)

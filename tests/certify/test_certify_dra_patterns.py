@@ -10,6 +10,10 @@ from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES
 from device_conformance.certify.verdicts import NOT_APPLICABLE, PASS
 
 NO_CDI = "the driver answered no devices (the API allows zero or more), so there are no CDI device IDs"
+BOTH_REPORT = (
+    "v1: reports 2 device(s) ['node-1/dev-0', 'node-1/dev-1']; v1alpha1: reports 2 device(s) ['node-1/dev-0', "
+    "'node-1/dev-1']"
+)
 DECLINED = (
     "declines health reporting: v1: declined (UNIMPLEMENTED: device health reporting is not supported by this driver); "
     "v1alpha1: declined (UNIMPLEMENTED: device health reporting is not supported by this driver)"
@@ -42,6 +46,7 @@ PATTERNS = {
         ),
     ),
     "health-not-supported": ({"DRA-HEALTH": DECLINED}, ("DRA-HEALTH", DECLINED)),
+    "dra-on-registration-socket": ({}, ("DRA-HEALTH", BOTH_REPORT)),
     # Fails each claim for 12 s from its first call: the certifier calls again 2, 4 and 8 s apart, so the fourth
     # answer, 14 s after the first, is the first without the error (3 x 2 s would have given up at 6 s).
     "claim-error-for-a-while": (
@@ -134,3 +139,16 @@ def test_claims_failed_for_a_while_are_called_again_in_every_clause_that_prepare
         "DRA-RESTART": [f"{prepared} ['uid-a', 'uid-b']"] * 3,
     }
     assert unknown.startswith(" ['00000000-dc00-4000-8000-")
+
+
+def test_a_driver_naming_no_endpoint_is_called_on_its_registration_socket():
+    """pluginregistration/v1 api.proto PluginInfo.endpoint is optional; the kubelet then calls the registration
+    socket (operation_generator.go): the certifier does too, and says so."""
+    cert = certified("dra-on-registration-socket")
+    info = result(cert, "DRA-REG-INFO")
+    socket = next(line for line in info.evidence if line.startswith("endpoint empty: "))
+    assert socket.startswith("endpoint empty: the kubelet uses the registration socket /")
+    assert socket.endswith(
+        "dra.example.com-reg.sock (pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go)"
+    )
+    assert result(cert, "DRA-SERVICE").message.endswith("dra.example.com-reg.sock")

@@ -198,6 +198,21 @@ def test_a_driver_without_health_declines_every_stream_as_the_helper_does(make_d
     )
 
 
+def test_one_socket_serves_registration_and_dra_and_get_info_names_no_endpoint(make_driver):
+    """Pattern dra-on-registration-socket: GetInfo's endpoint is empty (optional: the kubelet then uses the
+    registration socket, operation_generator.go) and NodePrepareResources is answered there."""
+    driver = make_driver(patterns=["dra-on-registration-socket"])
+    socket = driver.config.registration_socket
+    with KubeletClient(socket, socket) as kubelet:
+        info = kubelet.get_info()
+        answer = kubelet.prepare([])
+    assert (info.endpoint, list(answer.claims)) == ("", [])
+    assert not os.path.exists(driver.config.service_socket)
+    assert driver.status()["dra_service_running"] is True
+    [call] = driver.calls("NodePrepareResources")
+    assert call.socket == os.path.basename(socket)
+
+
 def test_a_service_the_driver_lacks_is_logged_and_answered_unimplemented(driver):
     """kubernetes#141855: the suites must see a kubelet calling the health service of a driver that never
     advertised it; gRPC's own answer would leave no trace in the call log."""

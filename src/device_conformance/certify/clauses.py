@@ -169,8 +169,9 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DRA-REG-INFO",
         "GetInfo",
-        'GetInfo answers within the kubelet\'s 1 s: type "DRAPlugin", name = the driver name, an absolute endpoint, '
-        "and supported versions including a DRA service the kubelet speaks (v1.DRAPlugin or v1beta1.DRAPlugin).",
+        'GetInfo answers within the kubelet\'s 1 s: type "DRAPlugin", name = the driver name, an absolute endpoint or '
+        "none (optional: the kubelet then uses the registration socket), and supported versions including a DRA "
+        "service the kubelet speaks (v1.DRAPlugin or v1beta1.DRAPlugin).",
         f"{REG_API} (PluginInfo); {REG_GENERATOR} (GetInfo deadline); {DRA_REGISTRATION} (ValidatePlugin)",
     ),
     Clause(
@@ -308,7 +309,8 @@ BY_ID: dict[str, Clause] = {c.id: c for c in (*DEVICE_PLUGIN_CLAUSES, *DRA_DRIVE
 # tests/certify/test_certify_dra_patterns.py), and the DRA clauses they pass on account of it.
 DRA_PATTERNS_PASSED: dict[str, str] = {
     "DRA-REG-INFO": "`health-not-supported` (advertises v1 and v1alpha1 DRAResourceHealth besides the DRA services, "
-    "as the kubeletplugin helper does from v0.37 for every driver)",
+    "as the kubeletplugin helper does from v0.37 for every driver); `dra-on-registration-socket` (GetInfo names no "
+    "endpoint: the DRA service is on the registration socket, where the kubelet then calls)",
     "DRA-HEALTH": "NOT APPLICABLE for `health-not-supported` (every stream declined with UNIMPLEMENTED, as the "
     "kubeletplugin helper answers for a driver without health)",
     "DRA-REG-NOTIFY": "`serve-after-notify` (serves only once notified: notified after every start)",

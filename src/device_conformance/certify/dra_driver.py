@@ -29,7 +29,7 @@ from typing import Any
 import grpc
 
 from device_conformance.certify import cdi, dra_claims, dra_health, limits, resourceslices
-from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES
+from device_conformance.certify.clauses import DRA_DRIVER_CLAUSES, REG_GENERATOR
 from device_conformance.certify.crash import CrashWatch
 from device_conformance.certify.dra_auto_claims_api import KubeApi
 from device_conformance.certify.exchange import rpc_error, show
@@ -335,7 +335,7 @@ class DraDriverCertifier:
             problems.append(f"type {info.type!r}, expected {PLUGIN_TYPE!r}")
         if info.name != self.t.driver:
             problems.append(f"name {info.name!r}, expected {self.t.driver!r}")
-        if not info.endpoint.startswith("/"):
+        if info.endpoint and not info.endpoint.startswith("/"):
             problems.append(f"endpoint {info.endpoint!r} is not an absolute path")
         spoken = [v for v in KUBELET_SERVICES if v in info.supported_versions]
         if not spoken:
@@ -343,9 +343,19 @@ class DraDriverCertifier:
         if problems:
             raise ClauseFailed("; ".join(problems))
         self.service = spoken[0]
-        if not os.path.exists(info.endpoint):  # checked after NotifyRegistrationStatus (DRA-SERVICE)
+        if not info.endpoint:
+            ev.add(
+                f"endpoint empty: the kubelet uses the registration socket {self.registration_socket} ({REG_GENERATOR})"
+            )
+        elif not os.path.exists(info.endpoint):  # checked after NotifyRegistrationStatus (DRA-SERVICE)
             ev.add(f"endpoint {info.endpoint} does not exist yet (a driver may serve only once notified)")
-        return f"{info.type} {info.name} at {info.endpoint}, speaks {spoken}"
+        return f"{info.type} {info.name} at {self._endpoint()}, speaks {spoken}"
+
+    def _endpoint(self) -> str:
+        """Where the DRA service is: GetInfo's endpoint, or the registration socket itself when that is empty
+        (pluginregistration/v1 api.proto: "Optional endpoint location"; the kubelet then uses the socket it found,
+        pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go GenerateRegisterPluginFunc)."""
+        return (self.info.endpoint if self.info else "") or self.registration_socket
 
     def reg_notify(self, ev: Evidence) -> str:
         self._registered()
@@ -368,7 +378,7 @@ class DraDriverCertifier:
         ev.add(f"<- {show(answer)}")
 
     def _wait_endpoint(self, ev: Evidence) -> str:
-        endpoint = self.info.endpoint if self.info else ""
+        endpoint = self._endpoint()
 
         def probe() -> str | Pending:
             if self.proc and not self.proc.running():
@@ -410,7 +420,7 @@ class DraDriverCertifier:
         self.client, response = self._connect_service(ev)
         if response.claims:
             raise ClauseFailed(f"an empty request was answered with claims {sorted(response.claims)}")
-        return f"{self.service} answers on {self.info.endpoint}"
+        return f"{self.service} answers on {self._endpoint()}"
 
     # -- health -------------------------------------------------------------------------------------------
 

@@ -57,6 +57,11 @@ DEFECTS = DRA_DRIVER_DEFECTS.names
 #       advertises and serves the service, and its WatchHealthStatus returning ErrHealthNotSupported ends the
 #       stream so (k8s.io/dynamic-resource-allocation v0.37.2 kubeletplugin/health.go healthServerBridge); a
 #       1.37+ kubelet then stops watching (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go add(), v1.37.2).
+#   dra-on-registration-socket: one socket for everything: the DRA services are served on the registration socket and
+#       GetInfo names no endpoint, which the API allows (pluginregistration/v1 api.proto PluginInfo.endpoint:
+#       "Optional endpoint location"); the kubelet then uses the registration socket for its calls
+#       (pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go GenerateRegisterPluginFunc:
+#       `if infoResp.Endpoint == "" { infoResp.Endpoint = socketPath }`).
 PATTERNS = (
     "fetch-claims-first",
     "cdi-common-device",
@@ -66,6 +71,7 @@ PATTERNS = (
     "claim-error-once",
     "claim-error-for-a-while",
     "health-not-supported",
+    "dra-on-registration-socket",
 )
 # The helper's answer to every NodeWatchResources of a driver without health (kubeletplugin/health.go
 # ErrHealthNotSupported).

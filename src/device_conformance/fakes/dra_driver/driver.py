@@ -114,9 +114,18 @@ class Driver:
                     self.config, self.faults, self.calls, self._registration_notified
                 )
                 self._registrar = serve_unix(
-                    self.config.registration_socket, lambda s: registration.add_to_server(servicer, s)
+                    self.config.registration_socket, lambda s: self._add_registrar(servicer, s)
                 )
             return self.status()
+
+    def _add_registrar(self, servicer: registration.RegistrationServicer, server: grpc.Server) -> None:
+        registration.add_to_server(servicer, server)
+        if self._one_socket:  # the DRA services on the registration socket too; GetInfo names no endpoint
+            self._add_dra(server, os.path.basename(self.config.registration_socket))
+
+    @property
+    def _one_socket(self) -> bool:
+        return "dra-on-registration-socket" in self.config.patterns
 
     def stop_registrar(self) -> dict[str, Any]:
         with self._lock:
@@ -127,7 +136,7 @@ class Driver:
 
     def start_dra_service(self) -> dict[str, Any]:
         with self._lock:
-            if self._dra is None:
+            if self._dra is None and not self._one_socket:
                 self._dra = serve_unix(self.config.service_socket, self._add_dra)
             return self.status()
 
@@ -138,8 +147,8 @@ class Driver:
                 self._dra = None
             return self.status()
 
-    def _add_dra(self, server: grpc.Server) -> None:
-        socket = os.path.basename(self.config.service_socket)
+    def _add_dra(self, server: grpc.Server, socket: str = "") -> None:
+        socket = socket or os.path.basename(self.config.service_socket)
         service.add_dra_services(server, self.preparer, self.faults, self.calls, socket)
         if self.config.health_service:
             answers = health.HealthAnswers(
@@ -214,7 +223,7 @@ class Driver:
             return {
                 "pid": os.getpid(),
                 "registrar_running": self._registrar is not None,
-                "dra_service_running": self._dra is not None,
+                "dra_service_running": self._dra is not None or (self._one_socket and self._registrar is not None),
                 "slices": self.slices.describe(),
                 "faults": self.faults.describe(),
                 "health": self.health.describe(),

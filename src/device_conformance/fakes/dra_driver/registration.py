@@ -40,7 +40,7 @@ class RegistrationServicer(api_pb2_grpc.RegistrationServicer):
         return api_pb2.PluginInfo(
             type=PLUGIN_TYPE,
             name=self._config.driver_name,
-            endpoint=self._config.endpoint,
+            endpoint="" if "dra-on-registration-socket" in self._config.patterns else self._config.endpoint,
             supported_versions=self._config.advertised_versions,
         )
 
