@@ -68,6 +68,16 @@ def test_verdicts_on_the_fixed_release():
     assert reproduce.verdict(reproduce.RunOutcome(0, 1, 0, 0), affected=True) == "not reproduced"
 
 
+def test_a_skipped_tests_reason_is_read_from_the_junit_report(tmp_path):
+    junit = tmp_path / "junit.xml"
+    junit.write_text(
+        '<testsuites><testsuite><testcase classname="c" name="t"><skipped type="pytest.skip" message="needs '
+        'Kubernetes 1.36"/></testcase></testsuite></testsuites>'
+    )
+    outcome = reproduce.read_outcome(junit, reproduce.find_bug("kubernetes#140818"))
+    assert outcome == reproduce.RunOutcome(0, 0, 0, 1, ("needs Kubernetes 1.36",))
+
+
 def test_recorded_reproductions_agree_with_the_bug_data():
     from device_conformance.expectations.bugtable import REPRODUCED, render
     from device_conformance.expectations.versions import KubeVersion
@@ -121,4 +131,8 @@ def test_verdicts_on_the_release_before_a_regression():
     passed = reproduce.RunOutcome(0, 1, 0, 0)
     assert reproduce.verdict(passed, affected=False, before=True) == "not present before the regression"
     assert reproduce.verdict(reproduce.RunOutcome(0, 0, 0, 1), affected=False, before=True) == "not run"
+    # A test the comparison release cannot run says why (the reason pytest gave).
+    needs = "needs Kubernetes 1.36 (ResourceHealthStatus on by default (beta)); the cluster under test runs 1.35.8"
+    skipped = reproduce.RunOutcome(0, 0, 0, 1, (needs,))
+    assert reproduce.verdict(skipped, affected=False, before=True) == f"not run: skipped ({needs})"
     assert reproduce.verdict(reproduce.RunOutcome(0, 0, 1, 0), affected=False, before=True).startswith("failed")

@@ -182,10 +182,12 @@ class RunOutcome:
     passed: int
     failed: int  # failures and errors
     other: int  # skipped, or xfailed for another reason
+    skipped_because: tuple[str, ...] = ()  # each distinct skip reason, as pytest gave it
 
 
 def read_outcome(junit: Path, bug: KnownBug) -> RunOutcome:
     xfailed = passed = failed = other = 0
+    reasons: dict[str, None] = {}
     for case in ET.parse(junit).getroot().iter("testcase"):
         results = [child for child in case if child.tag in ("failure", "error", "skipped")]
         if not results:
@@ -196,7 +198,9 @@ def read_outcome(junit: Path, bug: KnownBug) -> RunOutcome:
             xfailed += 1
         else:
             other += 1
-    return RunOutcome(xfailed, passed, failed, other)
+            if results[0].get("type") == "pytest.skip":
+                reasons[results[0].get("message") or ""] = None
+    return RunOutcome(xfailed, passed, failed, other, tuple(r for r in reasons if r))
 
 
 FIXED = "fixed as expected"
@@ -212,6 +216,8 @@ def verdict(outcome: RunOutcome, *, affected: bool, before: bool = False) -> str
         return "reproduced" if outcome.xfailed_by_bug and not outcome.other else "not reproduced"
     if outcome.passed and not (outcome.xfailed_by_bug or outcome.other):
         return NOT_BEFORE if before else FIXED
+    if outcome.skipped_because and not outcome.passed:  # e.g. the test needs a later release than the comparison
+        return f"not run: skipped ({'; '.join(outcome.skipped_because)})"
     return "not run"
 
 
