@@ -222,7 +222,9 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
         "NodePrepareResources idempotent",
         "Preparing the same claim again gives the same result (the kubelet retries and re-prepares after its "
         "own restart); kubernetes-sigs/dra-driver-cpu#175 and NVIDIA/k8s-dra-driver-gpu#782 broke this.",
-        f"{DRA_API}; {DRA_MANAGER} (PrepareResources calls again for claims not known prepared)",
+        f"{DRA_API}; {DRA_MANAGER} (PrepareResources calls again for claims not known prepared); {DRA_HELPER} "
+        '(PrepareResourceClaims: "This call must be idempotent because the kubelet might have to ask for preparation '
+        'multiple times")',
     ),
     Clause(
         "DRA-PREPARE-MULTI",
@@ -266,14 +268,18 @@ DRA_DRIVER_CLAUSES: tuple[Clause, ...] = (
         "DRA-UNPREPARE-IDEMPOTENT",
         "NodeUnprepareResources idempotent",
         "Unpreparing an already unprepared claim succeeds (the kubelet retries until it sees success).",
-        f"{DRA_API}; {DRA_MANAGER} (UnprepareResources is retried)",
+        f'{DRA_API}; {DRA_MANAGER} (UnprepareResources is retried); {DRA_HELPER} (UnprepareResourceClaims: "This '
+        "call must be idempotent ... it is not an error if this gets called for a ResourceClaim which is not currently "
+        'prepared")',
     ),
     Clause(
         "DRA-UNPREPARE-UNKNOWN",
         "NodeUnprepareResources for an unknown claim",
         "Unpreparing a claim the driver never prepared succeeds (the kubelet unprepares checkpointed claims "
         "after restarts).",
-        f"{DRA_API}; {DRA_MANAGER} (reconcile loop unprepares claims from its checkpoint)",
+        f"{DRA_API}; {DRA_MANAGER} (reconcile loop unprepares claims from its checkpoint); {DRA_HELPER} "
+        '(UnprepareResourceClaims: "it is not an error if this gets called for a ResourceClaim which is not '
+        'currently prepared")',
     ),
     Clause(
         "DRA-RESTART",
