@@ -146,8 +146,11 @@ DEVICE_PLUGIN_CLAUSES: tuple[Clause, ...] = (
     Clause(
         "DP-CONCURRENT",
         "Concurrent RPCs",
-        "Several RPCs at once (Allocate, GetDevicePluginOptions, an open ListAndWatch) all get answers.",
-        f"{DP_MANAGER} (the kubelet admits pods in parallel while streams are open)",
+        "Several RPCs at once (Allocate, GetDevicePluginOptions, an open ListAndWatch) all get answers; one at a time "
+        "is fine (each call waits as long as all of them take).",
+        f"{DP_MANAGER} (the ListAndWatch stream stays open while the kubelet calls Allocate at admission); "
+        "pkg/kubelet/pod_workers.go (pod workers start containers of different pods at once, each calling "
+        "PreStartContainer, while the next pod is admitted)",
     ),
     Clause(
         "DP-REREGISTER",

@@ -572,13 +572,18 @@ class DevicePluginCertifier:
         if not ids:
             raise NotApplicable("the plugin advertises no devices")
         stub = self._stub()
+        # Each call may wait for all the others: a plugin that answers one call at a time is not failed for that, only
+        # one that never answers (a deadlock between its handlers, or with its ListAndWatch stream).
+        timeout = limits.DP_RPC_TIMEOUT * limits.CONCURRENT_CALLS
         calls: list[tuple[str, Callable[[], object]]] = []
         for n in range(limits.CONCURRENT_CALLS):
             if n % 2:
-                calls.append(("GetDevicePluginOptions", lambda: stub.GetDevicePluginOptions(pb.Empty(), timeout=10)))
+                calls.append(
+                    ("GetDevicePluginOptions", lambda: stub.GetDevicePluginOptions(pb.Empty(), timeout=timeout))
+                )
             else:
                 request = pb.AllocateRequest(container_requests=[pb.ContainerAllocateRequest(devices_ids=ids[:1])])
-                calls.append((f"Allocate {ids[:1]}", lambda r=request: stub.Allocate(r, timeout=10)))
+                calls.append((f"Allocate {ids[:1]}", lambda r=request: stub.Allocate(r, timeout=timeout)))
         with futures.ThreadPoolExecutor(len(calls)) as pool:
             running = [(name, pool.submit(call)) for name, call in calls]
             failures = []
