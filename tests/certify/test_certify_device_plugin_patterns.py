@@ -13,7 +13,7 @@ from device_conformance.certify.device_plugin import (
     DevicePluginTarget,
     certify_device_plugin,
 )
-from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, run_step
+from device_conformance.certify.verdicts import FAIL, NOT_APPLICABLE, PASS, Evidence, run_step
 from device_conformance.core.errors import BadInput
 from device_conformance.fakes.kubelet_stub import StubRegistration
 from device_conformance.protos.deviceplugin.v1beta1 import api_pb2 as pb
@@ -196,3 +196,31 @@ def test_a_device_on_two_numa_nodes_passes_everything():
     ]
     first_list = result(cert, "DP-LAW-TOPOLOGY").evidence[0]
     assert '"ID": "dev-1", "health": "Healthy", "topology": {"nodes": [{}, {"ID": "1"}]}' in first_list
+
+
+class RecordingStub:
+    """A DevicePlugin client that answers at once and records each call's deadline."""
+
+    def __init__(self):
+        self.deadlines = {}
+
+    def Allocate(self, request, timeout):
+        self.deadlines["Allocate"] = timeout
+        return pb.AllocateResponse(container_responses=[pb.ContainerAllocateResponse()])
+
+    def PreStartContainer(self, request, timeout):
+        self.deadlines["PreStartContainer"] = timeout
+        return pb.PreStartContainerResponse()
+
+
+def test_allocate_and_prestart_are_waited_for_as_long_as_the_kubelet_waits(plugin_root, monkeypatch):
+    """Allocate has no deadline in the kubelet (endpoint.go allocate: the admission's context), so only a hang
+    catcher bounds it; PreStartContainer has the kubelet's 30 s (KubeletPreStartContainerRPCTimeoutInSecs)."""
+    certifier = DevicePluginCertifier(DevicePluginTarget(str(plugin_root)))
+    stub = RecordingStub()
+    monkeypatch.setattr(certifier, "_stub", lambda: stub)
+    monkeypatch.setattr(certifier, "_usable_ids", lambda: ["dev-1"])
+    monkeypatch.setattr(certifier, "_options", lambda: pb.DevicePluginOptions(pre_start_required=True))
+    certifier._allocate(Evidence(), [["dev-1"]])
+    certifier.prestart(Evidence())
+    assert stub.deadlines == {"Allocate": 120.0, "PreStartContainer": 30.0}

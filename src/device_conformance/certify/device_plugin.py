@@ -86,6 +86,7 @@ class DevicePluginCertifier:
         self.endpoint: PluginEndpoint | None = None
         self.options: pb.DevicePluginOptions | None = None
         self._settled: list[pb.Device] | None = None
+        self._allocate_seconds = 0.0  # the slowest Allocate answer so far (DP-CONCURRENT's per-call wait)
         self._channels: list[grpc.Channel] = []
         self._never_registered = False
         self._no_registration = ""  # why the first registration never came
@@ -480,13 +481,16 @@ class DevicePluginCertifier:
             container_requests=[pb.ContainerAllocateRequest(devices_ids=ids) for ids in containers]
         )
         ev.add(f"-> Allocate {show(request)}")
+        started = time.monotonic()
         try:
-            response = self._stub().Allocate(request, timeout=limits.DP_RPC_TIMEOUT)
+            response = self._stub().Allocate(request, timeout=limits.DP_ALLOCATE_TIMEOUT)
         except grpc.RpcError as err:
             ev.add(f"<- error {rpc_error(err)}")
             self.crash.after_broken_call(err)
             raise ClauseFailed(f"Allocate {containers} failed: {rpc_error(err)}") from err
-        ev.add(f"<- {show(response)}")
+        took = time.monotonic() - started
+        self._allocate_seconds = max(self._allocate_seconds, took)
+        ev.add(f"<- {show(response)} ({took:.2f}s)")
         return response
 
     def allocate(self, ev: Evidence) -> str:
@@ -524,7 +528,7 @@ class DevicePluginCertifier:
         )
         ev.add(f"-> GetPreferredAllocation {show(request)}")
         try:
-            response = self._stub().GetPreferredAllocation(request, timeout=limits.DP_RPC_TIMEOUT)
+            response = self._stub().GetPreferredAllocation(request, timeout=limits.DP_ALLOCATE_TIMEOUT)
         except grpc.RpcError as err:
             self.crash.after_broken_call(err)
             raise ClauseFailed(f"GetPreferredAllocation failed: {rpc_error(err)}") from err
@@ -560,7 +564,7 @@ class DevicePluginCertifier:
         request = pb.PreStartContainerRequest(devices_ids=ids)
         ev.add(f"-> PreStartContainer {show(request)}")
         try:
-            response = self._stub().PreStartContainer(request, timeout=limits.DP_RPC_TIMEOUT)
+            response = self._stub().PreStartContainer(request, timeout=limits.DP_PRESTART_TIMEOUT)
         except grpc.RpcError as err:
             self.crash.after_broken_call(err)
             raise ClauseFailed(f"PreStartContainer {ids} failed: {rpc_error(err)}") from err
@@ -572,9 +576,10 @@ class DevicePluginCertifier:
         if not ids:
             raise NotApplicable("the plugin advertises no devices")
         stub = self._stub()
-        # Each call may wait for all the others: a plugin that answers one call at a time is not failed for that, only
-        # one that never answers (a deadlock between its handlers, or with its ListAndWatch stream).
-        timeout = limits.DP_RPC_TIMEOUT * limits.CONCURRENT_CALLS
+        # Each call may wait for all the others, each as long as twice the plugin's slowest Allocate so far: a plugin
+        # that answers one call at a time is not failed for that, only one that never answers (a deadlock between its
+        # handlers, or with its ListAndWatch stream).
+        timeout = max(limits.DP_RPC_TIMEOUT, 2 * self._allocate_seconds) * limits.CONCURRENT_CALLS
         calls: list[tuple[str, Callable[[], object]]] = []
         for n in range(limits.CONCURRENT_CALLS):
             if n % 2:
@@ -609,7 +614,7 @@ class DevicePluginCertifier:
         ev.add(f"-> Allocate {show(request)}")
         answered = True
         try:
-            ev.add(f"<- {show(self._stub().Allocate(request, timeout=limits.DP_RPC_TIMEOUT))}")
+            ev.add(f"<- {show(self._stub().Allocate(request, timeout=limits.DP_ALLOCATE_TIMEOUT))}")
             ev.add("note: an error for an ID never advertised is what the kubelet's callers expect")
         except grpc.RpcError as err:
             ev.add(f"<- error {rpc_error(err)}")

@@ -15,8 +15,17 @@ RESOURCE_AFTER_ANOTHER = 10.0
 # ListAndWatch has no upstream deadline, but the resource has no devices until the first list arrives;
 # a plugin that needs longer than this to list what it already knows is not "prompt".
 FIRST_LIST_TIMEOUT = 10.0
-# Each unary RPC the certifier makes to a device plugin (the kubelet's Allocate uses no shorter one).
+# GetDevicePluginOptions and the certifier's other unary calls to a device plugin: the kubelet asks for the options
+# within the plugin's own Register call and dials with a 10 s deadline (pkg/kubelet/cm/devicemanager/plugin/v1beta1/
+# client.go dial; manager.go PluginConnected).
 DP_RPC_TIMEOUT = 10.0
+# Allocate and GetPreferredAllocation: the kubelet waits for them without a deadline of its own (pkg/kubelet/cm/
+# devicemanager/endpoint.go allocate, getPreferredAllocation: the admission's context), every admission on the node
+# waiting with it; this long only catches a plugin that never answers.
+DP_ALLOCATE_TIMEOUT = 120.0
+# PreStartContainer: the kubelet's own deadline (deviceplugin/v1beta1 constants.go
+# KubeletPreStartContainerRPCTimeoutInSecs, endpoint.go preStartContainer).
+DP_PRESTART_TIMEOUT = 30.0
 # How long after kubelet.sock is re-created a plugin must have registered again (upstream's sample plugin
 # and the kubeletplugin helper react within a second through fsnotify; polling plugins need a few).
 REREGISTER_TIMEOUT = 30.0
