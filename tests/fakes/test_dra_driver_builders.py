@@ -297,3 +297,11 @@ def test_declining_health_turns_the_health_service_on_as_the_helper_does():
         "v1.DRAResourceHealth",
         "v1alpha1.DRAResourceHealth",
     ]
+
+
+def test_the_health_versions_the_config_names_are_the_ones_the_fake_serves():
+    from device_conformance.fakes.dra_driver import health
+    from device_conformance.fakes.dra_driver.config import HEALTH_APIS
+
+    assert tuple(health.APIS) == HEALTH_APIS
+    assert [health.service_name(api) for api in HEALTH_APIS] == ["v1.DRAResourceHealth", "v1alpha1.DRAResourceHealth"]
