@@ -431,6 +431,17 @@ RUNS = (
         modules=CALL_COUNTING_DRA_MODULES,
     ),
     Run(
+        "dra-on-registration-socket",
+        DRA,
+        patterns=("dra-on-registration-socket",),
+        # Everything on the registration socket and no endpoint in GetInfo: optional (pluginregistration/v1
+        # api.proto PluginInfo.endpoint), the kubelet then calls the registration socket
+        # (pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go). The modules that restart the
+        # driver, the kubelet or the node, where one socket instead of two matters.
+        why="the DRA service on the registration socket, GetInfo naming no endpoint",
+        modules=CALL_COUNTING_DRA_MODULES,
+    ),
+    Run(
         "dra-claim-error-for-a-while",
         DRA,
         patterns=("claim-error-for-a-while",),
