@@ -60,7 +60,6 @@ from device_conformance.fixtures.dra_health import (
     health_keys,
     wait_health,
     wait_stream,
-    wait_stream_end_logged,
 )
 
 from device_conformance.framework import (
@@ -187,7 +186,7 @@ def test_the_older_instances_stream_end_keeps_the_health_the_newer_one_reported(
 
     ended = node.kubelet.log_mark()
     assert old.stop() == 0, f"{old.name} did not stop cleanly: {old.log_tail()}"
-    wait_stream_end_logged(node, ended)
+    wait_dra.for_health_stream_end(node, ended)
     new.push_health({"dev-1": "Unhealthy"}, partial=True)
 
     def after_the_report() -> dict | Pending:

@@ -180,9 +180,8 @@ class DevicePluginCertifier:
         (NVIDIA k8s-device-plugin: one plugin per resource of its mixed MIG strategy, internal/plugin/server.go);
         the kubelet keeps an endpoint per resource name (pkg/kubelet/cm/devicemanager/manager.go
         PluginConnected), so each is judged alone."""
-        if self._judged_resource or self.t.resource:
-            return self._judged_resource or self.t.resource
-        return self.stub.registrations[0].resource_name if self.stub.registrations else None
+        first = self.stub.registrations[0].resource_name if self.stub.registrations else None
+        return self._judged_resource or self.t.resource or first
 
     def _registrations(self, resource: str | None = None) -> list[StubRegistration]:
         """Registrations of `resource` (default: the certified one) so far, in order; every one for "" (any)."""
@@ -378,11 +377,12 @@ class DevicePluginCertifier:
         ev.add(f"resource_name {reg.resource_name!r}; expected {self.t.resource or '(any valid name)'}")
         if not is_extended_resource_name(reg.resource_name):
             raise ClauseFailed(f"{reg.resource_name!r} is not a valid extended resource name")
-        others = sorted({r.resource_name for r in self.stub.registrations} - {reg.resource_name})
+        registered = {r.resource_name for r in self.stub.registrations}
+        others = sorted(registered - {reg.resource_name})
         if self.t.resource and reg.resource_name != self.t.resource:
             raise ClauseFailed(
                 f"registered {reg.resource_name!r}, expected {self.t.resource!r} (resources registered: "
-                f"{sorted({r.resource_name for r in self.stub.registrations})})"
+                f"{sorted(registered)})"
             )
         if others:
             ev.add(

@@ -20,6 +20,8 @@ from typing import Any
 
 import grpc
 
+from device_conformance.certify.exchange import rpc_error
+
 # What NodeWatchResources' first answer was: a report, a decline, an error (the kubelet calls again), or nothing yet.
 REPORT, DECLINED, ERROR, SILENT = "report", "declined", "error", "silent"
 
@@ -43,8 +45,7 @@ def _first_answer(stream: Iterator[Any], answers: queue.Queue[tuple[str, Any]]) 
         answers.put((ERROR, "OK: the stream ended without a report"))
     except grpc.RpcError as err:
         code = err.code() if hasattr(err, "code") else None
-        text = f"{code.name if code else 'UNKNOWN'}: {err.details() if hasattr(err, 'details') else err}"
-        answers.put((DECLINED if code == grpc.StatusCode.UNIMPLEMENTED else ERROR, text))
+        answers.put((DECLINED if code == grpc.StatusCode.UNIMPLEMENTED else ERROR, rpc_error(err)))
 
 
 def watch_first_report(

@@ -134,9 +134,9 @@ def _from_user_dir(version: KubeVersion, user_dir: Path, components: Sequence[st
         )
     foreign = foreign_binaries(user_dir, list(components))
     if foreign:
-        found = ", ".join(f"{name} ({arch})" for name, arch in foreign.items())
         raise BadInput(
-            f"K8S_BIN_DIR={user_dir} holds binaries built for another architecture than this {go_arch()} host: {found}",
+            f"K8S_BIN_DIR={user_dir} holds binaries built for another architecture than this {go_arch()} host: "
+            f"{foreign}",
             f"put linux/{go_arch()} binaries of v{version} there, or unset K8S_BIN_DIR to build them",
         )
     # Binaries of another release would run under the expectations of `version`: every version-dependent

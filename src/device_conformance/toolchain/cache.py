@@ -126,10 +126,9 @@ def refuse_foreign(entry: Path, names: Sequence[str]) -> None:
     Refused rather than rebuilt, which would only take the entry from the other machine."""
     foreign = foreign_binaries(entry, list(names))
     if foreign:
-        found = ", ".join(f"{name} ({arch})" for name, arch in foreign.items())
         raise BadInput(
             f"the binary cache entry {entry} holds binaries built for another architecture than this "
-            f"{go_arch()} host: {found}",
+            f"{go_arch()} host: {foreign}",
             f"give this machine a cache of its own: set {CACHE_ENV} to a directory only {go_arch()} machines use",
         )
 

@@ -54,9 +54,9 @@ def binary_arch(path: Path) -> str | None:
     return _ELF_MACHINE.get(machine, f"elf-machine-{machine}")
 
 
-def foreign_binaries(directory: Path, names: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """{name: its GOARCH} of the ELF binaries among `names` in `directory` built for another architecture than the
-    host's: they cannot run here (exec format error)."""
+def foreign_binaries(directory: Path, names: list[str] | tuple[str, ...]) -> str:
+    """The ELF binaries among `names` in `directory` built for another architecture than the host's, as
+    "kubelet (arm64), ..." for a message, or "" when there is none: they cannot run here (exec format error)."""
     host = go_arch()
     found = {name: binary_arch(directory / name) for name in names}
-    return {name: arch for name, arch in found.items() if arch is not None and arch != host}
+    return ", ".join(f"{name} ({arch})" for name, arch in found.items() if arch is not None and arch != host)

@@ -166,20 +166,32 @@ def for_rule(
     )
 
 
+def _kubelet_lines(node: Any, mark: int, *needles: str) -> list[str]:
+    """The kubelet's log lines since log position `mark` that hold every one of `needles`."""
+    return [line for line in node.kubelet.log_since(mark).splitlines() if all(n in line for n in needles)]
+
+
 def for_kubelet_connection(
     node: Any, mark: int, driver: str, connected: bool = True, timeout: float = timeouts.DRA_CONNECTION
 ) -> str:
     """Wait for the kubelet's own log line about its gRPC connection to the driver (dra_plugin_manager,
     `Connection changed ... connected=<bool>`, logged at -v=2) after log position `mark`."""
-    needle = f'driverName="{driver}"'
     state = f"connected={str(connected).lower()}"
 
     def probe() -> str | Pending:
-        lines = [
-            line
-            for line in node.kubelet.log_since(mark).splitlines()
-            if "Connection changed" in line and needle in line and state in line
-        ]
+        lines = _kubelet_lines(node, mark, "Connection changed", f'driverName="{driver}"', state)
         return lines[-1] if lines else Pending("no such kubelet log line yet")
 
     return until(probe, what=f"the kubelet to log its connection to {driver} as {state}", timeout=timeout)
+
+
+def for_health_stream_end(node: Any, mark: int, timeout: float = timeouts.DRA_CONNECTION) -> str:
+    """Wait for the kubelet to log, after log position `mark`, that a health stream ended: its own record, written
+    once the stream's handler returned (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go add(), "WatchResources
+    health stream has ended" at -v=2, v1.36.5 to v1.38.0-beta.0), so whatever the handler does at the end is done."""
+
+    def probe() -> str | Pending:
+        lines = _kubelet_lines(node, mark, "health stream has ended")
+        return lines[0] if lines else Pending("no such kubelet log line yet")
+
+    return until(probe, what="the kubelet to log the end of a DRA health stream", timeout=timeout)
